@@ -1,0 +1,12 @@
+// gpuop-operator: the cluster controller (one leader-elected Deployment).
+#include "common/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpuop operator: converges every GPU node to the cluster's GPU policy.",
+               "gpuop-operator"};
+  app.require_subcommand(0, 1);
+  gpuop::common::AddVersionFlag(app, "gpuop-operator");
+  gpuop::common::AddPlannedSubcommand(
+      app, "run", "Run the controllers (policies, node labelling, operands, upgrades, remediation)");
+  return gpuop::common::RunCli(app, argc, argv);
+}

@@ -1,0 +1,48 @@
+#ifndef GPUOP_KUBE_TRANSPORT_HTTP_CLIENT_H_
+#define GPUOP_KUBE_TRANSPORT_HTTP_CLIENT_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gpuop::kube {
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string method = "GET";
+  // An absolute URL: "https://127.0.0.1:6443/api/v1/namespaces".
+  std::string url;
+  HttpHeaders headers;
+  std::string body;
+  // Deadline for the whole exchange, connection included.
+  absl::Duration timeout = absl::Seconds(30);
+};
+
+struct HttpResponse {
+  int status = 0;
+  HttpHeaders headers;
+  std::string body;
+
+  // The value of the first header named `name` (case-insensitive), or "" when absent.
+  absl::string_view Header(absl::string_view name) const;
+};
+
+// Sends one HTTP request and returns the server's answer. Any HTTP status is a response, not an
+// error; a Status is returned only when no response arrived: Unavailable for connection and TLS
+// failures, DeadlineExceeded for timeouts, InvalidArgument for a malformed request.
+//
+// Implementations are thread-safe.
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+  [[nodiscard]] virtual absl::StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
+};
+
+}  // namespace gpuop::kube
+
+#endif  // GPUOP_KUBE_TRANSPORT_HTTP_CLIENT_H_

@@ -1,0 +1,50 @@
+// gpuop-test-cluster: starts a test control plane, prints how to reach it, and stops it on
+// Ctrl-C or SIGTERM. For exploring by hand what the tests do automatically.
+#include <signal.h>
+
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "test/cluster/control_plane.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Start a real Kubernetes test control plane on loopback until interrupted.",
+               "gpuop-test-cluster"};
+  std::string profile_name = "full";
+  std::string work_dir;
+  app.add_option("--profile", profile_name, "apiserver (etcd + kube-apiserver) or full")
+      ->capture_default_str();
+  app.add_option("--work-dir", work_dir, "State directory (kept on exit); a temporary one if unset");
+  CLI11_PARSE(app, argc, argv);
+
+  absl::StatusOr<gpuop::test::Profile> profile = gpuop::test::ParseProfile(profile_name);
+  if (!profile.ok()) {
+    std::fprintf(stderr, "--profile: %s\n", std::string(profile.status().message()).c_str());
+    return 2;
+  }
+  // Signals are taken synchronously below; children reset their mask before exec.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&signals, sig);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto cp = gpuop::test::ControlPlane::Start({.profile = *profile, .work_dir = work_dir});
+  if (!cp.ok()) {
+    std::fprintf(stderr, "%s\n", cp.status().ToString().c_str());
+    return 1;
+  }
+  if (!work_dir.empty()) (*cp)->KeepWorkDir();
+  std::printf("control plane (%s) ready at %s\nexport KUBECONFIG=%s\nPress Ctrl-C to stop.\n",
+              profile_name.c_str(), (*cp)->server().c_str(), (*cp)->kubeconfig().c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::printf("stopping (signal %d)\n", sig);
+  const absl::Status stopped = (*cp)->Stop();
+  if (!stopped.ok()) {
+    std::fprintf(stderr, "%s\n", stopped.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
