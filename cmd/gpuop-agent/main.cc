@@ -3,15 +3,18 @@
 #include "common/cli.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"gpuop node agent: makes a node's GPUs discoverable, schedulable, monitored and "
-               "healthy.",
-               "gpuop-agent"};
+  CLI::App app{
+      "gpuop node agent: makes a node's GPUs discoverable, schedulable, monitored and "
+      "healthy.",
+      "gpuop-agent"};
   app.require_subcommand(0, 1);
   gpuop::common::AddVersionFlag(app, "gpuop-agent");
   using gpuop::common::AddPlannedSubcommand;
   AddPlannedSubcommand(app, "labels", "Discover GPUs and keep the node's GPU labels current");
-  AddPlannedSubcommand(app, "device-plugin", "Serve the kubelet device plugin API for the node's GPUs");
-  AddPlannedSubcommand(app, "dra-plugin", "Serve the kubelet DRA plugin API and publish ResourceSlices");
+  AddPlannedSubcommand(app, "device-plugin",
+                       "Serve the kubelet device plugin API for the node's GPUs");
+  AddPlannedSubcommand(app, "dra-plugin",
+                       "Serve the kubelet DRA plugin API and publish ResourceSlices");
   AddPlannedSubcommand(app, "cdi", "Generate CDI specs for the node's GPUs");
   AddPlannedSubcommand(app, "runtime-config", "Configure containerd or CRI-O for GPU containers");
   AddPlannedSubcommand(app, "exporter", "Export GPU telemetry in Prometheus format");

@@ -7,6 +7,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   gpuop::common::AddVersionFlag(app, "gpuop-operator");
   gpuop::common::AddPlannedSubcommand(
-      app, "run", "Run the controllers (policies, node labelling, operands, upgrades, remediation)");
+      app, "run",
+      "Run the controllers (policies, node labelling, operands, upgrades, remediation)");
   return gpuop::common::RunCli(app, argc, argv);
 }

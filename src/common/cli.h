@@ -1,9 +1,10 @@
 #ifndef GPUOP_COMMON_CLI_H_
 #define GPUOP_COMMON_CLI_H_
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
-#include <string>
 #include "absl/strings/string_view.h"
 
 namespace gpuop::common {

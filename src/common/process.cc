@@ -1,16 +1,16 @@
 #include "common/process.h"
 
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <utility>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -189,10 +189,11 @@ absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
       if (pidfd >= 0) close(pidfd);
-      return absl::DeadlineExceededError(
-          absl::StrCat(name_, " (pid ", pid_, ") still running after ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(
+          name_, " (pid ", pid_, ") still running after ", absl::FormatDuration(timeout)));
     }
-    const int wait_ms = static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 50));
+    const int wait_ms =
+        static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 50));
     if (pidfd >= 0) {
       pollfd pfd{.fd = pidfd, .events = POLLIN, .revents = 0};
       poll(&pfd, 1, wait_ms);

@@ -1,12 +1,12 @@
 #ifndef GPUOP_COMMON_PROCESS_H_
 #define GPUOP_COMMON_PROCESS_H_
 
-#include <sys/types.h>
-
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -66,7 +66,8 @@ class Subprocess {
   std::string DescribeExit() const;
 
  private:
-  Subprocess(pid_t pid, std::string name, bool group) : pid_(pid), name_(std::move(name)), group_(group) {}
+  Subprocess(pid_t pid, std::string name, bool group)
+      : pid_(pid), name_(std::move(name)), group_(group) {}
 
   void Signal(int sig) const;
   bool Reap(bool block);

@@ -1,13 +1,13 @@
 #include "common/process.h"
 
-#include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace gpuop::common {
 namespace {
@@ -78,7 +78,8 @@ TEST_F(ProcessTest, WaitTimesOutWhileRunning) {
 TEST_F(ProcessTest, StopKillsAProcessThatIgnoresSigterm) {
   const fs::path ready = dir_ / "ready";
   auto p = Subprocess::Spawn(
-      {.argv = {"/bin/sh", "-c", "trap '' TERM; touch " + ready.string() + "; while :; do sleep 1; done"}});
+      {.argv = {"/bin/sh", "-c",
+                "trap '' TERM; touch " + ready.string() + "; while :; do sleep 1; done"}});
   ASSERT_TRUE(p.ok()) << p.status();
   for (int i = 0; i < 500 && !fs::exists(ready); ++i) usleep(10000);
   ASSERT_TRUE(fs::exists(ready));

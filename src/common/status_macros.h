@@ -5,12 +5,11 @@
 #include "absl/status/statusor.h"
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define GPUOP_RETURN_IF_ERROR(expr)                 \
-  do {                                              \
-    if (::absl::Status gpuop_status_ = (expr);      \
-        !gpuop_status_.ok()) [[unlikely]] {         \
-      return gpuop_status_;                         \
-    }                                               \
+#define GPUOP_RETURN_IF_ERROR(expr)                                                \
+  do {                                                                             \
+    if (::absl::Status gpuop_status_ = (expr); !gpuop_status_.ok()) [[unlikely]] { \
+      return gpuop_status_;                                                        \
+    }                                                                              \
   } while (false)
 
 #define GPUOP_STATUS_CONCAT_INNER_(a, b) a##b

@@ -2,6 +2,7 @@
 #define GPUOP_COMMON_VERSION_H_
 
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace gpuop::common {

@@ -1,10 +1,10 @@
 #include "test/cluster/cluster_environment.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdio>
 #include <random>
+
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -24,8 +24,7 @@ void ClusterEnvironment::SetUp() {
   current = control_plane_.get();
   std::fprintf(stderr, "[cluster] %s control plane at %s ready in %s (work dir %s)\n",
                std::string(ProfileName(profile_)).c_str(), current->server().c_str(),
-               absl::FormatDuration(absl::Now() - start).c_str(),
-               current->work_dir().c_str());
+               absl::FormatDuration(absl::Now() - start).c_str(), current->work_dir().c_str());
 }
 
 void ClusterEnvironment::TearDown() {

@@ -1,12 +1,12 @@
 #ifndef GPUOP_TEST_CLUSTER_CLUSTER_ENVIRONMENT_H_
 #define GPUOP_TEST_CLUSTER_CLUSTER_ENVIRONMENT_H_
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include <gtest/gtest.h>
+
+#include "absl/strings/string_view.h"
 #include "test/cluster/control_plane.h"
 
 namespace gpuop::test {

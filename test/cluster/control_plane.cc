@@ -1,15 +1,15 @@
 #include "test/cluster/control_plane.h"
 
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <sstream>
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include <cstdlib>
-#include <deque>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -129,9 +129,9 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(ControlPlaneOp
   for (Component c : kAllComponents) {
     const fs::path binary = options.bin_dir / ComponentName(c);
     if (!fs::exists(binary)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "control plane: ", binary.string(),
-          " is missing; run scripts/setup (or test/cluster/tools/build) to build it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("control plane: ", binary.string(),
+                       " is missing; run scripts/setup (or test/cluster/tools/build) to build it"));
     }
   }
   // A port picked as free can be taken by another process before the component binds it; a
@@ -148,9 +148,9 @@ absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(ControlPlaneOp
     if (!port_clash || attempt == kAttempts) {
       cp->KeepWorkDir();
       (void)cp->Stop();
-      return absl::Status(last.code(),
-                          absl::StrCat(last.message(), "\nwork dir: ", cp->work_dir().string(),
-                                       "\n", diagnostics));
+      return absl::Status(
+          last.code(),
+          absl::StrCat(last.message(), "\nwork dir: ", cp->work_dir().string(), "\n", diagnostics));
     }
     (void)cp->Stop();
   }
@@ -162,8 +162,8 @@ ControlPlane::~ControlPlane() { (void)Stop(); }
 absl::Status ControlPlane::Prepare() {
   if (options_.work_dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
-    std::string templ = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                     "/gpuop-cluster-XXXXXX");
+    std::string templ =
+        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/gpuop-cluster-XXXXXX");
     if (mkdtemp(templ.data()) == nullptr) {
       return absl::ErrnoToStatus(errno, absl::StrCat("control plane: mkdtemp ", templ));
     }
@@ -203,12 +203,11 @@ absl::Status ControlPlane::Prepare() {
   GPUOP_ASSIGN_OR_RETURN(std::string ca, ReadFile(pki_.ca_cert));
   GPUOP_ASSIGN_OR_RETURN(std::string cert, ReadFile(pki_.admin_cert));
   GPUOP_ASSIGN_OR_RETURN(std::string key, ReadFile(pki_.admin_key));
-  GPUOP_ASSIGN_OR_RETURN(probe_, kube::CurlHttpClient::Create(
-                                     {.tls = {.ca_pem = ca,
-                                              .client_cert_pem = cert,
-                                              .client_key_pem = key},
-                                      .user_agent = "gpuop-test-cluster",
-                                      .connect_timeout = absl::Seconds(2)}));
+  GPUOP_ASSIGN_OR_RETURN(probe_,
+                         kube::CurlHttpClient::Create(
+                             {.tls = {.ca_pem = ca, .client_cert_pem = cert, .client_key_pem = key},
+                              .user_agent = "gpuop-test-cluster",
+                              .connect_timeout = absl::Seconds(2)}));
   return absl::OkStatus();
 }
 
@@ -244,41 +243,41 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
               "--log-level=warn"};
     }
     case Component::kApiServer:
-      return {bin,
-              absl::StrCat("--etcd-servers=", etcd),
-              "--bind-address=127.0.0.1",
-              absl::StrCat("--secure-port=", ports_.apiserver),
-              absl::StrCat("--advertise-address=", advertise_address_),
-              absl::StrCat("--tls-cert-file=", pki_.serving_cert.string()),
-              absl::StrCat("--tls-private-key-file=", pki_.serving_key.string()),
-              absl::StrCat("--client-ca-file=", pki_.ca_cert.string()),
-              "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-              absl::StrCat("--service-account-key-file=", pki_.service_account_pub.string()),
-              absl::StrCat("--service-account-signing-key-file=",
-                           pki_.service_account_key.string()),
-              "--service-cluster-ip-range=10.96.0.0/16",
-              "--authorization-mode=Node,RBAC",
-              "--allow-privileged=true",
-              absl::StrCat("--cert-dir=", (work / "apiserver-certs").string()),
-              "--v=1"};
+      return {
+          bin,
+          absl::StrCat("--etcd-servers=", etcd),
+          "--bind-address=127.0.0.1",
+          absl::StrCat("--secure-port=", ports_.apiserver),
+          absl::StrCat("--advertise-address=", advertise_address_),
+          absl::StrCat("--tls-cert-file=", pki_.serving_cert.string()),
+          absl::StrCat("--tls-private-key-file=", pki_.serving_key.string()),
+          absl::StrCat("--client-ca-file=", pki_.ca_cert.string()),
+          "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+          absl::StrCat("--service-account-key-file=", pki_.service_account_pub.string()),
+          absl::StrCat("--service-account-signing-key-file=", pki_.service_account_key.string()),
+          "--service-cluster-ip-range=10.96.0.0/16",
+          "--authorization-mode=Node,RBAC",
+          "--allow-privileged=true",
+          absl::StrCat("--cert-dir=", (work / "apiserver-certs").string()),
+          "--v=1"};
     case Component::kControllerManager:
-      return {bin,
-              absl::StrCat("--kubeconfig=", kubeconfig),
-              absl::StrCat("--authentication-kubeconfig=", kubeconfig),
-              absl::StrCat("--authorization-kubeconfig=", kubeconfig),
-              "--bind-address=127.0.0.1",
-              absl::StrCat("--secure-port=", ports_.controller_manager),
-              absl::StrCat("--tls-cert-file=", pki_.serving_cert.string()),
-              absl::StrCat("--tls-private-key-file=", pki_.serving_key.string()),
-              "--leader-elect=false",
-              "--controllers=*",
-              "--use-service-account-credentials=true",
-              absl::StrCat("--service-account-private-key-file=",
-                           pki_.service_account_key.string()),
-              absl::StrCat("--root-ca-file=", pki_.ca_cert.string()),
-              "--node-monitor-period=5s",
-              "--node-monitor-grace-period=40s",
-              "--v=1"};
+      return {
+          bin,
+          absl::StrCat("--kubeconfig=", kubeconfig),
+          absl::StrCat("--authentication-kubeconfig=", kubeconfig),
+          absl::StrCat("--authorization-kubeconfig=", kubeconfig),
+          "--bind-address=127.0.0.1",
+          absl::StrCat("--secure-port=", ports_.controller_manager),
+          absl::StrCat("--tls-cert-file=", pki_.serving_cert.string()),
+          absl::StrCat("--tls-private-key-file=", pki_.serving_key.string()),
+          "--leader-elect=false",
+          "--controllers=*",
+          "--use-service-account-credentials=true",
+          absl::StrCat("--service-account-private-key-file=", pki_.service_account_key.string()),
+          absl::StrCat("--root-ca-file=", pki_.ca_cert.string()),
+          "--node-monitor-period=5s",
+          "--node-monitor-grace-period=40s",
+          "--v=1"};
     case Component::kScheduler:
       return {bin,
               absl::StrCat("--config=", (work / "scheduler.yaml").string()),
@@ -293,11 +292,16 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
       const fs::path stages = options_.bin_dir / "kwok-stages";
       return {bin,
               absl::StrCat("--kubeconfig=", kubeconfig),
-              "-c", (stages / "node/fast/node-initialize.yaml").string(),
-              "-c", (stages / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml").string(),
-              "-c", (stages / "pod/fast/pod-ready.yaml").string(),
-              "-c", (stages / "pod/fast/pod-complete.yaml").string(),
-              "-c", (stages / "pod/fast/pod-delete.yaml").string(),
+              "-c",
+              (stages / "node/fast/node-initialize.yaml").string(),
+              "-c",
+              (stages / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml").string(),
+              "-c",
+              (stages / "pod/fast/pod-ready.yaml").string(),
+              "-c",
+              (stages / "pod/fast/pod-complete.yaml").string(),
+              "-c",
+              (stages / "pod/fast/pod-delete.yaml").string(),
               "--manage-all-nodes=false",
               "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
               "--node-lease-duration-seconds=40",
@@ -407,10 +411,9 @@ absl::Status ControlPlane::WaitReady(Component component) {
     GPUOP_ASSIGN_OR_RETURN(bool ready, ProbeReady(component));
     if (ready) return absl::OkStatus();
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(ComponentName(component), " not ready after ",
-                       absl::FormatDuration(options_.ready_timeout), "; see ",
-                       LogPath(component).string()));
+      return absl::DeadlineExceededError(absl::StrCat(ComponentName(component), " not ready after ",
+                                                      absl::FormatDuration(options_.ready_timeout),
+                                                      "; see ", LogPath(component).string()));
     }
     absl::SleepFor(absl::Milliseconds(100));
   }

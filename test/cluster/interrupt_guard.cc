@@ -1,12 +1,12 @@
 #include "test/cluster/interrupt_guard.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <csignal>
 #include <ctime>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace gpuop::test {
 namespace {

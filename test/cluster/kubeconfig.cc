@@ -1,8 +1,8 @@
 #include "test/cluster/kubeconfig.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <fstream>
+
+#include <yaml-cpp/yaml.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -46,7 +46,8 @@ absl::Status WriteKubeconfig(const std::filesystem::path& path, const Kubeconfig
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
-    return absl::InternalError(absl::StrCat("write kubeconfig ", path.string(), ": ", ec.message()));
+    return absl::InternalError(
+        absl::StrCat("write kubeconfig ", path.string(), ": ", ec.message()));
   }
   return absl::OkStatus();
 }

@@ -25,7 +25,8 @@ TEST(KubeconfigTest, WritesOneCurrentContextWithAbsolutePaths) {
   EXPECT_EQ(config["clusters"][0]["cluster"]["server"].as<std::string>(), "https://127.0.0.1:1234");
   EXPECT_EQ(config["clusters"][0]["cluster"]["certificate-authority"].as<std::string>(),
             (dir / "ca.crt").string());
-  EXPECT_EQ(config["users"][0]["user"]["client-key"].as<std::string>(), (dir / "admin.key").string());
+  EXPECT_EQ(config["users"][0]["user"]["client-key"].as<std::string>(),
+            (dir / "admin.key").string());
   EXPECT_EQ(config["contexts"][0]["context"]["user"].as<std::string>(), "t");
   EXPECT_FALSE(std::filesystem::exists(dir / "kubeconfig.tmp"));
   std::filesystem::remove_all(dir);

@@ -1,15 +1,15 @@
 #include "test/cluster/pki.h"
 
+#include <atomic>
+#include <functional>
+#include <memory>
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-
-#include <atomic>
-#include <functional>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -120,13 +120,15 @@ absl::Status WritePem(const fs::path& path, bool secret, const std::function<int
   if (secret) {
     std::error_code ec;
     fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write, ec);
-    if (ec) return absl::InternalError(absl::StrCat("pki: chmod ", tmp.string(), ": ", ec.message()));
+    if (ec)
+      return absl::InternalError(absl::StrCat("pki: chmod ", tmp.string(), ": ", ec.message()));
   }
   if (write(bio.get()) != 1) return OpenSslError(absl::StrCat("write ", path.string()));
   bio.reset();
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("pki: rename ", path.string(), ": ", ec.message()));
+  if (ec)
+    return absl::InternalError(absl::StrCat("pki: rename ", path.string(), ": ", ec.message()));
   return absl::OkStatus();
 }
 
@@ -217,9 +219,9 @@ absl::StatusOr<fs::path> IssueClientCert(const Pki& pki, const std::string& user
   GPUOP_ASSIGN_OR_RETURN(Key ca_key, ReadKey(pki.ca_key));
   GPUOP_ASSIGN_OR_RETURN(Cert ca, ReadCert(pki.ca_cert));
   GPUOP_ASSIGN_OR_RETURN(Key key, NewKey());
-  GPUOP_ASSIGN_OR_RETURN(Cert cert, Issue({.common_name = user, .organization = group,
-                                           .client = true},
-                                          key.get(), ca.get(), ca_key.get(), NextSerial()));
+  GPUOP_ASSIGN_OR_RETURN(
+      Cert cert, Issue({.common_name = user, .organization = group, .client = true}, key.get(),
+                       ca.get(), ca_key.get(), NextSerial()));
   const fs::path cert_path = pki.dir / (file_stem + ".crt");
   GPUOP_RETURN_IF_ERROR(WriteKey(pki.dir / (file_stem + ".key"), key.get()));
   GPUOP_RETURN_IF_ERROR(WriteCert(cert_path, cert.get()));

@@ -1,12 +1,12 @@
 #include "test/cluster/pki.h"
 
+#include <memory>
+
 #include <gtest/gtest.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <stdlib.h>
-
-#include <memory>
 
 namespace gpuop::test {
 namespace {
@@ -101,7 +101,8 @@ TEST_F(PkiTest, ServiceAccountKeysMatchAndPrivateKeysArePrivate) {
   EVP_PKEY_free(priv);
   EVP_PKEY_free(pub);
 
-  for (const fs::path& key : {pki_.ca_key, pki_.serving_key, pki_.admin_key, pki_.service_account_key}) {
+  for (const fs::path& key :
+       {pki_.ca_key, pki_.serving_key, pki_.admin_key, pki_.service_account_key}) {
     const fs::perms perms = fs::status(key).permissions();
     EXPECT_EQ(perms & (fs::perms::group_all | fs::perms::others_all), fs::perms::none) << key;
   }

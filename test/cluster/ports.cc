@@ -1,11 +1,11 @@
 #include "test/cluster/ports.h"
 
+#include <cerrno>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 #include "absl/status/status.h"
 

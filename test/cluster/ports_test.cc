@@ -1,12 +1,12 @@
 #include "test/cluster/ports.h"
 
+#include <set>
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <set>
 
 namespace gpuop::test {
 namespace {

@@ -32,11 +32,10 @@ absl::StatusOr<TestApi> TestApi::Connect(const ControlPlane& control_plane) {
   GPUOP_ASSIGN_OR_RETURN(std::string ca, Slurp(pki.ca_cert));
   GPUOP_ASSIGN_OR_RETURN(std::string cert, Slurp(pki.admin_cert));
   GPUOP_ASSIGN_OR_RETURN(std::string key, Slurp(pki.admin_key));
-  GPUOP_ASSIGN_OR_RETURN(
-      std::unique_ptr<kube::CurlHttpClient> http,
-      kube::CurlHttpClient::Create(
-          {.tls = {.ca_pem = ca, .client_cert_pem = cert, .client_key_pem = key},
-           .user_agent = "gpuop-test-api"}));
+  GPUOP_ASSIGN_OR_RETURN(std::unique_ptr<kube::CurlHttpClient> http,
+                         kube::CurlHttpClient::Create(
+                             {.tls = {.ca_pem = ca, .client_cert_pem = cert, .client_key_pem = key},
+                              .user_agent = "gpuop-test-api"}));
   return TestApi(control_plane.server(), std::move(http));
 }
 

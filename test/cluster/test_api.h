@@ -4,12 +4,12 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "kube/transport/http_client.h"
 #include "test/cluster/control_plane.h"
@@ -30,10 +30,9 @@ class TestApi {
   [[nodiscard]] static absl::StatusOr<TestApi> Connect(const ControlPlane& control_plane);
 
   // Sends a request and returns whatever the server answered.
-  [[nodiscard]] absl::StatusOr<ApiResponse> Request(absl::string_view method, absl::string_view path,
-                                                    const nlohmann::json* body = nullptr,
-                                                    absl::string_view content_type =
-                                                        "application/json");
+  [[nodiscard]] absl::StatusOr<ApiResponse> Request(
+      absl::string_view method, absl::string_view path, const nlohmann::json* body = nullptr,
+      absl::string_view content_type = "application/json");
 
   // Request() that also fails unless the status is 2xx; the error carries status and message.
   [[nodiscard]] absl::StatusOr<nlohmann::json> Get(absl::string_view path);

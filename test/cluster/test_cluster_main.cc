@@ -1,10 +1,9 @@
 // gpuop-test-cluster: starts a test control plane, prints how to reach it, and stops it on
 // Ctrl-C or SIGTERM. For exploring by hand what the tests do automatically.
-#include <signal.h>
-
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
+#include <signal.h>
 
 #include "test/cluster/control_plane.h"
 
@@ -15,7 +14,8 @@ int main(int argc, char** argv) {
   std::string work_dir;
   app.add_option("--profile", profile_name, "apiserver (etcd + kube-apiserver) or full")
       ->capture_default_str();
-  app.add_option("--work-dir", work_dir, "State directory (kept on exit); a temporary one if unset");
+  app.add_option("--work-dir", work_dir,
+                 "State directory (kept on exit); a temporary one if unset");
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<gpuop::test::Profile> profile = gpuop::test::ParseProfile(profile_name);

@@ -3,7 +3,6 @@
 // by the scheduler to a kwok node that advertises GPUs, and run there.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -27,42 +26,43 @@ class ControlPlaneE2eTest : public ::testing::Test {
   // Creates a CRD "widgets.<group>" with a schema: spec.replicas an integer in [0, 10] and
   // spec.mode one of "fast"/"safe", both required. Waits until it is Established.
   void CreateWidgetCrd(const std::string& group) {
-    const json crd = {
-        {"apiVersion", "apiextensions.k8s.io/v1"},
-        {"kind", "CustomResourceDefinition"},
-        {"metadata", {{"name", "widgets." + group}}},
-        {"spec",
-         {{"group", group},
-          {"scope", "Namespaced"},
-          {"names",
-           {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"},
-            {"listKind", "WidgetList"}}},
-          {"versions",
-           json::array({{{"name", "v1"},
-                         {"served", true},
-                         {"storage", true},
-                         {"schema",
-                          {{"openAPIV3Schema",
-                            {{"type", "object"},
-                             {"properties",
-                              {{"spec",
-                                {{"type", "object"},
-                                 {"required", {"replicas", "mode"}},
-                                 {"properties",
-                                  {{"replicas",
-                                    {{"type", "integer"}, {"minimum", 0}, {"maximum", 10}}},
-                                   {"mode",
-                                    {{"type", "string"}, {"enum", {"fast", "safe"}}}}}}}}}}}}}}}})}}}};
+    json crd = json::parse(R"json({
+      "apiVersion": "apiextensions.k8s.io/v1",
+      "kind": "CustomResourceDefinition",
+      "spec": {
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                  "listKind": "WidgetList"},
+        "versions": [{
+          "name": "v1", "served": true, "storage": true,
+          "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {
+              "type": "object",
+              "required": ["replicas", "mode"],
+              "properties": {
+                "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
+                "mode": {"type": "string", "enum": ["fast", "safe"]}
+              }
+            }}
+          }}
+        }]
+      }
+    })json");
+    crd["metadata"]["name"] = "widgets." + group;
+    crd["spec"]["group"] = group;
     ASSERT_TRUE(api_->Create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).ok());
     cleanups_.push_back("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets." + group);
-    const absl::Status established = WaitUntil("CRD established", absl::Seconds(30), [&]() -> absl::StatusOr<bool> {
-      auto got = api_->Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets." + group);
-      if (!got.ok()) return got.status();
-      for (const auto& c : (*got)["status"].value("conditions", json::array())) {
-        if (c["type"] == "Established" && c["status"] == "True") return true;
-      }
-      return false;
-    });
+    const absl::Status established =
+        WaitUntil("CRD established", absl::Seconds(30), [&]() -> absl::StatusOr<bool> {
+          auto got =
+              api_->Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets." + group);
+          if (!got.ok()) return got.status();
+          for (const auto& c : (*got)["status"].value("conditions", json::array())) {
+            if (c["type"] == "Established" && c["status"] == "True") return true;
+          }
+          return false;
+        });
     ASSERT_TRUE(established.ok()) << established;
     // Established can precede the discovery of the new resource by a moment.
     ASSERT_TRUE(WaitUntil("widgets served", absl::Seconds(30), [&]() -> absl::StatusOr<bool> {
@@ -74,9 +74,9 @@ class ControlPlaneE2eTest : public ::testing::Test {
 
   std::string CreateNamespace() {
     const std::string name = UniqueName("e2e");
-    auto created = api_->Create("/api/v1/namespaces",
-                                {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                                 {"metadata", {{"name", name}}}});
+    auto created =
+        api_->Create("/api/v1/namespaces",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
     EXPECT_TRUE(created.ok()) << created.status();
     cleanups_.push_back("/api/v1/namespaces/" + name);
     return name;
@@ -114,53 +114,62 @@ TEST_F(ControlPlaneE2eTest, DaemonSetPodsRequestingGpusRunOnKwokGpuNode) {
 
   // A simulated node with 8 GPUs; kwok manages nodes with this annotation.
   const std::string node = UniqueName("gpu-node");
-  const json node_object = {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata",
-       {{"name", node},
-        {"annotations", {{"kwok.x-k8s.io/node", "fake"}}},
-        {"labels",
-         {{"kubernetes.io/hostname", node}, {"kubernetes.io/os", "linux"},
-          {"type", "kwok"}, {"e2e.gpuop.io/node", node}}}}},
-      {"status",
-       {{"capacity", {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}},
-        {"allocatable",
-         {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}},
-        {"addresses", json::array({{{"type", "InternalIP"}, {"address", "10.240.0.10"}}})}}}};
+  json node_object = json::parse(R"json({
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {
+      "annotations": {"kwok.x-k8s.io/node": "fake"},
+      "labels": {"kubernetes.io/os": "linux", "type": "kwok"}
+    },
+    "status": {
+      "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"},
+      "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"},
+      "addresses": [{"type": "InternalIP", "address": "10.240.0.10"}]
+    }
+  })json");
+  node_object["metadata"]["name"] = node;
+  node_object["metadata"]["labels"]["kubernetes.io/hostname"] = node;
+  node_object["metadata"]["labels"]["e2e.gpuop.io/node"] = node;
   auto node_created = api_->Create("/api/v1/nodes", node_object);
   ASSERT_TRUE(node_created.ok()) << node_created.status();
   cleanups_.insert(cleanups_.begin(), "/api/v1/nodes/" + node);  // Deleted last.
   EXPECT_EQ((*node_created)["status"]["capacity"]["nvidia.com/gpu"], "8");
 
   // A DaemonSet confined to that node whose pods each ask for one GPU.
-  const json daemonset = {
-      {"apiVersion", "apps/v1"},
-      {"kind", "DaemonSet"},
-      {"metadata", {{"name", "gpu-workload"}}},
-      {"spec",
-       {{"selector", {{"matchLabels", {{"app", "gpu-workload"}}}}},
-        {"template",
-         {{"metadata", {{"labels", {{"app", "gpu-workload"}}}}},
-          {"spec",
-           {{"nodeSelector", {{"e2e.gpuop.io/node", node}}},
-            {"containers",
-             json::array({{{"name", "cuda"},
-                           {"image", "example.invalid/cuda:never-pulled"},
-                           {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}}}}}};
+  json daemonset = json::parse(R"json({
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "gpu-workload"},
+    "spec": {
+      "selector": {"matchLabels": {"app": "gpu-workload"}},
+      "template": {
+        "metadata": {"labels": {"app": "gpu-workload"}},
+        "spec": {
+          "containers": [{
+            "name": "cuda",
+            "image": "example.invalid/cuda:never-pulled",
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}
+          }]
+        }
+      }
+    }
+  })json");
+  daemonset["spec"]["template"]["spec"]["nodeSelector"]["e2e.gpuop.io/node"] = node;
   auto ds = api_->Create("/apis/apps/v1/namespaces/" + ns + "/daemonsets", daemonset);
   ASSERT_TRUE(ds.ok()) << ds.status();
 
   json pods;
-  const absl::Status running = WaitUntil("DaemonSet pod Running", absl::Seconds(90), [&]() -> absl::StatusOr<bool> {
-    auto list = api_->Get("/api/v1/namespaces/" + ns + "/pods?labelSelector=app%3Dgpu-workload");
-    if (!list.ok()) return list.status();
-    pods = (*list)["items"];
-    if (pods.size() != 1) return false;
-    const json& pod = pods[0];
-    return pod["spec"].value("nodeName", "") == node &&
-           pod["status"].value("phase", "") == "Running";
-  });
+  const absl::Status running =
+      WaitUntil("DaemonSet pod Running", absl::Seconds(90), [&]() -> absl::StatusOr<bool> {
+        auto list =
+            api_->Get("/api/v1/namespaces/" + ns + "/pods?labelSelector=app%3Dgpu-workload");
+        if (!list.ok()) return list.status();
+        pods = (*list)["items"];
+        if (pods.size() != 1) return false;
+        const json& pod = pods[0];
+        return pod["spec"].value("nodeName", "") == node &&
+               pod["status"].value("phase", "") == "Running";
+      });
   ASSERT_TRUE(running.ok()) << running << "\npods: " << pods.dump(2);
 
   const json& pod = pods[0];
@@ -174,12 +183,14 @@ TEST_F(ControlPlaneE2eTest, DaemonSetPodsRequestingGpusRunOnKwokGpuNode) {
   EXPECT_THAT(pod["status"].value("podIP", ""), ::testing::StartsWith("10.244."));
 
   // The DaemonSet controller sees its pod available.
-  const absl::Status available = WaitUntil("DaemonSet available", absl::Seconds(60), [&]() -> absl::StatusOr<bool> {
-    auto got = api_->Get("/apis/apps/v1/namespaces/" + ns + "/daemonsets/gpu-workload");
-    if (!got.ok()) return got.status();
-    const json& status = (*got)["status"];
-    return status.value("desiredNumberScheduled", 0) == 1 && status.value("numberAvailable", 0) == 1;
-  });
+  const absl::Status available =
+      WaitUntil("DaemonSet available", absl::Seconds(60), [&]() -> absl::StatusOr<bool> {
+        auto got = api_->Get("/apis/apps/v1/namespaces/" + ns + "/daemonsets/gpu-workload");
+        if (!got.ok()) return got.status();
+        const json& status = (*got)["status"];
+        return status.value("desiredNumberScheduled", 0) == 1 &&
+               status.value("numberAvailable", 0) == 1;
+      });
   EXPECT_TRUE(available.ok()) << available;
 }
 

@@ -1,11 +1,10 @@
 // Integration tests of the `apiserver` profile: the API server is the real one at the expected
 // version, authenticates with the generated PKI, enforces RBAC, and keeps its data across a
 // restart (which later client tests rely on).
-#include <gtest/gtest.h>
-
 #include <fstream>
 #include <sstream>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "kube/transport/curl_http_client.h"
@@ -91,10 +90,10 @@ TEST(ControlPlaneIntegrationTest, DataSurvivesAnApiServerRestart) {
   auto api = TestApi::Connect(cp);
   ASSERT_TRUE(api.ok()) << api.status();
   const std::string name = UniqueName("restart");
-  ASSERT_TRUE(api->Create("/api/v1/namespaces", {{"apiVersion", "v1"},
-                                                  {"kind", "Namespace"},
-                                                  {"metadata", {{"name", name}}}})
-                  .ok());
+  ASSERT_TRUE(
+      api->Create("/api/v1/namespaces",
+                  {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}})
+          .ok());
 
   ASSERT_TRUE(cp.StopComponent(Component::kApiServer).ok());
   EXPECT_FALSE(cp.IsRunning(Component::kApiServer));

@@ -1,8 +1,8 @@
 #include "kube/transport/curl_http_client.h"
 
-#include <curl/curl.h>
-
 #include <mutex>
+
+#include <curl/curl.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -32,16 +32,15 @@ size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
   }
   const size_t colon = line.find(':');
   if (colon != absl::string_view::npos) {
-    response->headers.emplace_back(
-        std::string(absl::StripAsciiWhitespace(line.substr(0, colon))),
-        std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))));
+    response->headers.emplace_back(std::string(absl::StripAsciiWhitespace(line.substr(0, colon))),
+                                   std::string(absl::StripAsciiWhitespace(line.substr(colon + 1))));
   }
   return size * count;
 }
 
 curl_blob Blob(const std::string& pem) {
-  return curl_blob{.data = const_cast<char*>(pem.data()), .len = pem.size(),
-                   .flags = CURL_BLOB_NOCOPY};
+  return curl_blob{
+      .data = const_cast<char*>(pem.data()), .len = pem.size(), .flags = CURL_BLOB_NOCOPY};
 }
 
 }  // namespace
@@ -116,7 +115,8 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &AppendHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -146,9 +146,8 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   Release(curl);
 
   if (code != CURLE_OK) {
-    const std::string what =
-        absl::StrCat("http ", request.method, " ", request.url, ": ",
-                     error[0] != '\0' ? error : curl_easy_strerror(code));
+    const std::string what = absl::StrCat("http ", request.method, " ", request.url, ": ",
+                                          error[0] != '\0' ? error : curl_easy_strerror(code));
     if (code == CURLE_OPERATION_TIMEDOUT) return absl::DeadlineExceededError(what);
     if (code == CURLE_URL_MALFORMAT || code == CURLE_UNSUPPORTED_PROTOCOL) {
       return absl::InvalidArgumentError(what);

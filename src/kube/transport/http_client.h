@@ -2,11 +2,11 @@
 #define GPUOP_KUBE_TRANSPORT_HTTP_CLIENT_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace gpuop::kube {
