@@ -14,4 +14,16 @@ void Clock::SleepFor(absl::Duration duration) const {
   AwaitWithDeadline(mu, absl::Condition(&never), Now() + duration);
 }
 
+bool Clock::SleepFor(absl::Duration duration, std::stop_token stop) const {
+  absl::Mutex mu;
+  bool stopped = false;
+  std::stop_callback on_stop(stop, [&] {
+    absl::MutexLock lock(&mu);
+    stopped = true;
+  });
+  absl::MutexLock lock(&mu);
+  AwaitWithDeadline(mu, absl::Condition(&stopped), Now() + duration);
+  return !stopped;
+}
+
 }  // namespace gpuop::common

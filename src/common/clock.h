@@ -1,6 +1,8 @@
 #ifndef GPUOP_COMMON_CLOCK_H_
 #define GPUOP_COMMON_CLOCK_H_
 
+#include <stop_token>
+
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -24,6 +26,10 @@ class Clock {
 
   // Sleeps for `duration` on this clock.
   void SleepFor(absl::Duration duration) const;
+
+  // Sleeps for `duration` on this clock unless `stop` is requested first; returns false when
+  // it was.
+  bool SleepFor(absl::Duration duration, std::stop_token stop) const;
 
   // The process-wide real clock.
   static const Clock& Real();

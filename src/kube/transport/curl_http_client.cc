@@ -17,9 +17,45 @@ void InitCurlOnce() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-size_t AppendBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
-  return size * count;
+// State shared with libcurl's callbacks during one exchange.
+struct Exchange {
+  CURL* curl = nullptr;
+  HttpResponse* response = nullptr;
+  const HttpClient::DataHandler* on_data = nullptr;  // set for streams
+  const std::stop_token* stop = nullptr;
+  bool decided = false;    // whether the body goes to on_data was decided
+  bool streaming = false;  // the body goes to on_data
+  bool handler_ended = false;
+  bool stopped = false;
+};
+
+size_t OnBody(char* data, size_t size, size_t count, void* user) {
+  auto* ex = static_cast<Exchange*>(user);
+  const size_t n = size * count;
+  if (ex->on_data != nullptr && !ex->decided) {
+    long status = 0;
+    curl_easy_getinfo(ex->curl, CURLINFO_RESPONSE_CODE, &status);
+    ex->decided = true;
+    ex->streaming = status >= 200 && status < 300;
+  }
+  if (!ex->streaming) {
+    ex->response->body.append(data, n);
+    return n;
+  }
+  if (!(*ex->on_data)(absl::string_view(data, n))) {
+    ex->handler_ended = true;
+    return 0;  // Makes libcurl end the transfer.
+  }
+  return n;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* ex = static_cast<Exchange*>(user);
+  if (ex->stop != nullptr && ex->stop->stop_requested()) {
+    ex->stopped = true;
+    return 1;  // Aborts the transfer.
+  }
+  return 0;
 }
 
 size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
@@ -86,6 +122,18 @@ void CurlHttpClient::Release(void* handle) {
 }
 
 absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
+  return Perform(request, nullptr, nullptr);
+}
+
+absl::StatusOr<HttpResponse> CurlHttpClient::Stream(const HttpRequest& request,
+                                                    const DataHandler& on_data,
+                                                    std::stop_token stop) {
+  return Perform(request, &on_data, &stop);
+}
+
+absl::StatusOr<HttpResponse> CurlHttpClient::Perform(const HttpRequest& request,
+                                                     const DataHandler* on_data,
+                                                     const std::stop_token* stop) {
   if (!absl::StartsWith(request.url, "https://") && !absl::StartsWith(request.url, "http://")) {
     return absl::InvalidArgumentError(
         absl::StrCat("http ", request.method, " ", request.url, ": not an http(s) URL"));
@@ -94,6 +142,7 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   if (curl == nullptr) return absl::ResourceExhaustedError("http: curl_easy_init failed");
 
   HttpResponse response;
+  Exchange exchange{.curl = curl, .response = &response, .on_data = on_data, .stop = stop};
   curl_slist* headers = nullptr;
   for (const auto& [key, value] : request.headers) {
     headers = curl_slist_append(headers, absl::StrCat(key, ": ", value).c_str());
@@ -111,15 +160,21 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
                      static_cast<curl_off_t>(request.body.size()));
   }
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &AppendBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &AppendHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
+  if (stop != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
+  }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(options_.connect_timeout)));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -144,7 +199,13 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
   Release(curl);
+  response.status = static_cast<int>(status);
 
+  // Ends requested by the caller are normal ends of a stream.
+  if ((code == CURLE_WRITE_ERROR && exchange.handler_ended) ||
+      (code == CURLE_ABORTED_BY_CALLBACK && exchange.stopped)) {
+    return response;
+  }
   if (code != CURLE_OK) {
     const std::string what = absl::StrCat("http ", request.method, " ", request.url, ": ",
                                           error[0] != '\0' ? error : curl_easy_strerror(code));
@@ -154,7 +215,6 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
     }
     return absl::UnavailableError(what);
   }
-  response.status = static_cast<int>(status);
   return response;
 }
 

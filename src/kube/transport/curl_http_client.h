@@ -37,8 +37,13 @@ class CurlHttpClient final : public HttpClient {
   ~CurlHttpClient() override;
 
   [[nodiscard]] absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override;
+  [[nodiscard]] absl::StatusOr<HttpResponse> Stream(const HttpRequest& request,
+                                                    const DataHandler& on_data,
+                                                    std::stop_token stop) override;
 
  private:
+  absl::StatusOr<HttpResponse> Perform(const HttpRequest& request, const DataHandler* on_data,
+                                       const std::stop_token* stop);
   explicit CurlHttpClient(CurlHttpClientOptions options) : options_(std::move(options)) {}
 
   void* Acquire();

@@ -1,6 +1,8 @@
 #ifndef GPUOP_KUBE_TRANSPORT_HTTP_CLIENT_H_
 #define GPUOP_KUBE_TRANSPORT_HTTP_CLIENT_H_
 
+#include <functional>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +43,18 @@ class HttpClient {
  public:
   virtual ~HttpClient() = default;
   [[nodiscard]] virtual absl::StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
+
+  // Receives a body piece by piece as it arrives. Returns false to end the exchange.
+  using DataHandler = std::function<bool(absl::string_view data)>;
+
+  // Sends a request whose response body is a long-lived stream (a watch). For a 2xx status the
+  // body is handed to `on_data` as it arrives and the returned response has an empty body;
+  // otherwise the body is collected into the response as Send() does. Returns when the server
+  // ends the body, when `on_data` returns false, or soon after `stop` is requested (the
+  // response then has the status received so far). `request.timeout` bounds the whole stream.
+  [[nodiscard]] virtual absl::StatusOr<HttpResponse> Stream(const HttpRequest& request,
+                                                            const DataHandler& on_data,
+                                                            std::stop_token stop) = 0;
 };
 
 }  // namespace gpuop::kube
