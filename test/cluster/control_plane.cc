@@ -342,11 +342,11 @@ bool ControlPlane::IsRunning(Component component) {
   return process.has_value() && process->Running();
 }
 
-absl::Status ControlPlane::StopComponent(Component component) {
+absl::Status ControlPlane::StopComponent(Component component, std::optional<absl::Duration> grace) {
   auto& process = processes_[Index(component)];
   if (!process.has_value()) return absl::OkStatus();
   const pid_t pid = process->pid();
-  absl::Status status = process->Stop(options_.stop_grace);
+  absl::Status status = process->Stop(grace.value_or(options_.stop_grace));
   InterruptGuard::Untrack(pid);
   process.reset();
   return status;

@@ -76,8 +76,10 @@ class ControlPlane {
   // unless it is kept. Idempotent.
   [[nodiscard]] absl::Status Stop();
 
-  // Stops one component (for tests of clients that must survive an API server restart).
-  [[nodiscard]] absl::Status StopComponent(Component component);
+  // Stops one component (for tests of clients that must survive an API server restart): SIGTERM,
+  // then SIGKILL after `grace` (the options' stop_grace when not given).
+  [[nodiscard]] absl::Status StopComponent(Component component,
+                                           std::optional<absl::Duration> grace = std::nullopt);
   // Starts a stopped component again, with the same ports and data, and waits until it is ready.
   [[nodiscard]] absl::Status StartComponent(Component component);
   bool IsRunning(Component component);

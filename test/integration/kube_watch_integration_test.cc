@@ -124,7 +124,8 @@ TEST_F(KubeWatchTest, InformerSurvivesApiServerRestartWithoutMissingTheFinalStat
   EXPECT_EQ(informer.store().size(), 3u);
 
   // The watch is open; take the API server away under it and bring it back.
-  ASSERT_TRUE(cp.StopComponent(Component::kApiServer).ok());
+  // (A graceful stop would wait for the open watch to drain; one second is all it gets.)
+  ASSERT_TRUE(cp.StopComponent(Component::kApiServer, absl::Seconds(1)).ok());
   ASSERT_TRUE(cp.StartComponent(Component::kApiServer).ok()) << cp.Diagnostics();
 
   // Changes made right after the restart, likely before the informer reconnects.

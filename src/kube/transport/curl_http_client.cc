@@ -22,9 +22,8 @@ struct Exchange {
   CURL* curl = nullptr;
   HttpResponse* response = nullptr;
   const HttpClient::DataHandler* on_data = nullptr;  // set for streams
-  const std::stop_token* stop = nullptr;
-  bool decided = false;    // whether the body goes to on_data was decided
-  bool streaming = false;  // the body goes to on_data
+  bool decided = false;                              // whether the body goes to on_data was decided
+  bool streaming = false;                            // the body goes to on_data
   bool handler_ended = false;
   bool stopped = false;
 };
@@ -49,13 +48,37 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* ex = static_cast<Exchange*>(user);
-  if (ex->stop != nullptr && ex->stop->stop_requested()) {
-    ex->stopped = true;
-    return 1;  // Aborts the transfer.
+// Runs a transfer on a multi handle so that `stop` can interrupt it at once: a stop callback
+// wakes the poll, which the loop answers by ending the transfer. Returns the transfer's result,
+// or CURLE_OK with `stopped` set.
+CURLcode PerformStoppable(CURL* curl, const std::stop_token& stop, bool& stopped) {
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
+  curl_multi_add_handle(multi, curl);
+  CURLcode result = CURLE_OK;
+  {
+    std::stop_callback wake(stop, [multi] { curl_multi_wakeup(multi); });
+    int running = 1;
+    while (running > 0) {
+      if (stop.stop_requested()) {
+        stopped = true;
+        break;
+      }
+      if (curl_multi_perform(multi, &running) != CURLM_OK) {
+        result = CURLE_RECV_ERROR;
+        break;
+      }
+      if (running == 0) break;
+      curl_multi_poll(multi, nullptr, 0, /*timeout_ms=*/1000, nullptr);
+    }
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg == CURLMSG_DONE && msg->easy_handle == curl) result = msg->data.result;
+    }
   }
-  return 0;
+  curl_multi_remove_handle(multi, curl);
+  curl_multi_cleanup(multi);
+  return result;
 }
 
 size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
@@ -142,7 +165,7 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Perform(const HttpRequest& request,
   if (curl == nullptr) return absl::ResourceExhaustedError("http: curl_easy_init failed");
 
   HttpResponse response;
-  Exchange exchange{.curl = curl, .response = &response, .on_data = on_data, .stop = stop};
+  Exchange exchange{.curl = curl, .response = &response, .on_data = on_data};
   curl_slist* headers = nullptr;
   for (const auto& [key, value] : request.headers) {
     headers = curl_slist_append(headers, absl::StrCat(key, ": ", value).c_str());
@@ -164,11 +187,6 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Perform(const HttpRequest& request,
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &AppendHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
-  if (stop != nullptr) {
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &OnProgress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
-  }
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                    static_cast<long>(absl::ToInt64Milliseconds(request.timeout)));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
@@ -194,7 +212,8 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Perform(const HttpRequest& request,
 
   char error[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  const CURLcode code = curl_easy_perform(curl);
+  const CURLcode code =
+      stop != nullptr ? PerformStoppable(curl, *stop, exchange.stopped) : curl_easy_perform(curl);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
@@ -202,8 +221,7 @@ absl::StatusOr<HttpResponse> CurlHttpClient::Perform(const HttpRequest& request,
   response.status = static_cast<int>(status);
 
   // Ends requested by the caller are normal ends of a stream.
-  if ((code == CURLE_WRITE_ERROR && exchange.handler_ended) ||
-      (code == CURLE_ABORTED_BY_CALLBACK && exchange.stopped)) {
+  if ((code == CURLE_WRITE_ERROR && exchange.handler_ended) || exchange.stopped) {
     return response;
   }
   if (code != CURLE_OK) {
