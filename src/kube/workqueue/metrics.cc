@@ -10,7 +10,7 @@ WorkQueueMetrics::WorkQueueMetrics(metrics::Registry& registry)
                                 "Items added to the work queue (duplicates not counted).",
                                 {"name"})),
       retries_(registry.AddCounter("gpuop_workqueue_retries_total",
-                                   "Rate-limited re-adds to the work queue.", {"name"})),
+                                   "Delayed and rate-limited adds to the work queue.", {"name"})),
       // As client-go: 10ns to 1000s, so both fast in-memory work and stuck items show.
       queue_duration_(
           registry.AddHistogram("gpuop_workqueue_queue_duration_seconds",

@@ -10,7 +10,8 @@ namespace gpuop::kube {
 // The work queue metric families, labelled by queue name:
 //   gpuop_workqueue_depth{name}                  gauge: items ready and waiting for a worker
 //   gpuop_workqueue_adds_total{name}             counter: items that entered the queue
-//   gpuop_workqueue_retries_total{name}          counter: rate-limited re-adds
+//   gpuop_workqueue_retries_total{name}          counter: delayed adds (AddAfter and
+//                                                AddRateLimited), as client-go counts them
 //   gpuop_workqueue_queue_duration_seconds{name} histogram: from add to Get()
 //   gpuop_workqueue_work_duration_seconds{name}  histogram: from Get() to Done()
 //

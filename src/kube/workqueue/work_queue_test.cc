@@ -56,7 +56,7 @@ TEST_F(WorkQueueTest, ItemAddedWhileProcessingIsQueuedAgainOnDone) {
   // Not handed to a second worker while the first holds it.
   EXPECT_EQ(queue.Len(), 0);
   queue.Done("a");
-  EXPECT_EQ(queue.Len(), 1);
+  ASSERT_EQ(queue.Len(), 1);
   EXPECT_THAT(queue.Get(), Optional(std::string("a")));
   queue.Done("a");
   EXPECT_EQ(queue.Len(), 0);
@@ -67,7 +67,7 @@ TEST_F(WorkQueueTest, DoneForAnItemNotProcessingIsIgnored) {
   queue.Add("a");
   queue.Done("a");
   queue.Done("b");
-  EXPECT_EQ(queue.Len(), 1);
+  ASSERT_EQ(queue.Len(), 1);
   EXPECT_THAT(queue.Get(), Optional(std::string("a")));
   EXPECT_EQ(queue.Len(), 0);
 }
@@ -94,7 +94,8 @@ TEST_F(WorkQueueTest, SameItemIsNeverProcessedConcurrentlyAndLastAddIsSeen) {
           absl::MutexLock lock(&mu);
           seen[key] = added[key];
         }
-        std::this_thread::yield();
+        // Widen the window in which a second worker could wrongly take the same key.
+        for (int i = 0; i < 10; ++i) std::this_thread::yield();
         in_progress[key] = false;
         queue.Done(*item);
       }
@@ -128,7 +129,7 @@ TEST_F(WorkQueueTest, AddAfterBecomesReadyWhenTheClockReachesTheDelay) {
   clock_.Advance(absl::Seconds(10) - absl::Nanoseconds(1));
   EXPECT_EQ(queue.Len(), 0);
   clock_.Advance(absl::Nanoseconds(1));
-  EXPECT_EQ(queue.Len(), 1);
+  ASSERT_EQ(queue.Len(), 1);
   EXPECT_THAT(queue.Get(), Optional(std::string("a")));
 }
 
@@ -151,7 +152,7 @@ TEST_F(WorkQueueTest, AddAfterKeepsTheEarlierReadyTime) {
   queue.AddAfter("a", absl::Seconds(5));
   queue.AddAfter("a", absl::Seconds(20));
   clock_.Advance(absl::Seconds(5));
-  EXPECT_EQ(queue.Len(), 1);
+  ASSERT_EQ(queue.Len(), 1);
   ASSERT_THAT(queue.Get(), Optional(std::string("a")));
   queue.Done("a");
   // The later requests were folded into the first; nothing else is waiting.
@@ -183,12 +184,14 @@ TEST_F(WorkQueueTest, AddRateLimitedBacksOffUntilForgotten) {
   EXPECT_EQ(queue.NumRequeues("a"), 1);
   EXPECT_EQ(queue.Len(), 0);
   clock_.Advance(absl::Seconds(1));
+  ASSERT_EQ(queue.Len(), 1);
   ASSERT_THAT(queue.Get(), Optional(std::string("a")));
   queue.AddRateLimited("a");
   queue.Done("a");
   clock_.Advance(absl::Seconds(1));
   EXPECT_EQ(queue.Len(), 0);  // Second failure: 2s.
   clock_.Advance(absl::Seconds(1));
+  ASSERT_EQ(queue.Len(), 1);
   ASSERT_THAT(queue.Get(), Optional(std::string("a")));
   queue.Done("a");
   EXPECT_EQ(queue.NumRequeues("a"), 2);
