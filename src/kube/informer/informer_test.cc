@@ -27,6 +27,7 @@ class ScriptedServer : public HttpClient {
   absl::StatusOr<HttpResponse> Send(const HttpRequest& request) override {
     std::lock_guard lock(mu_);
     urls_.push_back(request.url);
+    requests_cv_.notify_all();
     if (lists_.empty()) return HttpResponse{.status = 500, .body = "no more lists"};
     HttpResponse r{.status = 200, .body = lists_.front()};
     lists_.pop_front();
@@ -37,6 +38,7 @@ class ScriptedServer : public HttpClient {
                                       std::stop_token stop) override {
     std::unique_lock lock(mu_);
     urls_.push_back(request.url);
+    requests_cv_.notify_all();
     if (watches_.empty()) {
       cv_.wait(lock, stop, [] { return false; });
       return HttpResponse{.status = 200};
@@ -56,9 +58,16 @@ class ScriptedServer : public HttpClient {
     return urls_;
   }
 
+  // Waits (30 s at most) until `n` requests have arrived.
+  void AwaitRequests(size_t n) {
+    std::unique_lock lock(mu_);
+    requests_cv_.wait_for(lock, std::chrono::seconds(30), [&] { return urls_.size() >= n; });
+  }
+
  private:
   std::mutex mu_;
   std::condition_variable_any cv_;
+  std::condition_variable requests_cv_;
   std::deque<std::string> lists_;
   std::deque<std::pair<std::vector<std::string>, int>> watches_;
   std::vector<std::string> urls_;
@@ -134,6 +143,7 @@ TEST_F(InformerTest, GoneWatchRelistsAndReconcilesTheStore) {
   informer.AddHandlers(Handlers());
   informer.Start();
   AwaitLog(5);
+  server_->AwaitRequests(4);  // The watch after the relist.
   informer.Stop();
 
   EXPECT_THAT(Log(), ElementsAre("add a", "add b", "update a=2", "add c", "delete b"));
