@@ -98,7 +98,13 @@ void Controller::ReconcileOne(const std::string& key) {
 
   if (!result.ok()) {
     if (on_error_) on_error_(key, result.status());
-    queue_.AddRateLimited(key);
+    // InvalidArgument means the user's spec is wrong: retrying cannot help, and the fix arrives
+    // as a change event that enqueues the key again.
+    if (result.status().code() == absl::StatusCode::kInvalidArgument) {
+      queue_.Forget(key);
+    } else {
+      queue_.AddRateLimited(key);
+    }
     if (metrics_) {
       metrics_->errors->Inc();
       metrics_->error->Inc();

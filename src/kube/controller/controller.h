@@ -35,8 +35,9 @@ struct Result {
 // thread; never concurrently for the same key, but concurrently for different keys when the
 // controller has several workers, so it must be thread-safe. It must not throw.
 //
-// An error means "retry with backoff"; the loop owns retries, so a reconciler returns rather
-// than retrying or sleeping itself.
+// An error means "retry with backoff", except InvalidArgument, which is terminal (the user's
+// spec is wrong; the fix will come as a change that enqueues the key again). The loop owns
+// retries, so a reconciler returns rather than retrying or sleeping itself.
 using Reconciler = std::function<absl::StatusOr<Result>(const std::string& key)>;
 
 struct ControllerOptions {
@@ -60,6 +61,7 @@ struct ControllerOptions {
 // keys and a fixed set of worker threads that take keys from it and reconcile them. The loop,
 // not the reconciler, owns retries:
 //   error                    AddRateLimited (backoff grows per key), counts an error
+//   InvalidArgument error    Forget (terminal: no retry), counts an error
 //   Result.requeue_after > 0 Forget (backoff reset), then AddAfter(requeue_after)
 //   Result.requeue           AddRateLimited
 //   success                  Forget

@@ -138,6 +138,27 @@ TEST_F(ControllerTest, ErrorIsRetriedOnlyAfterTheBackoffHasPassed) {
   ASSERT_TRUE(script_.AwaitTotal(5));
 }
 
+TEST_F(ControllerTest, InvalidArgumentIsTerminalAndNotRetried) {
+  Controller controller(Options(), Scripted());
+  script_.Script("bad-spec", {absl::InvalidArgumentError("spec.maxParallel: must be >= 0")});
+  ASSERT_TRUE(controller.Start().ok());
+  controller.Enqueue("bad-spec");
+  ASSERT_TRUE(script_.AwaitTotal(1));
+  AwaitIdle();
+  clock_.Advance(absl::Hours(1));
+  // A retry, had one been queued, would now be due and would run before this later key.
+  controller.Enqueue("sentinel");
+  ASSERT_TRUE(script_.AwaitTotal(2));
+  AwaitIdle();
+  EXPECT_EQ(script_.Calls("bad-spec"), 1);
+  EXPECT_EQ(script_.Calls("sentinel"), 1);
+  // The user's fix arrives as an event and is reconciled at once.
+  controller.Enqueue("bad-spec");
+  ASSERT_TRUE(script_.AwaitTotal(3));
+  const std::string text = registry_.Render();
+  EXPECT_THAT(text, HasSubstr("gpuop_controller_reconcile_errors_total{controller=\"test\"} 1"));
+}
+
 TEST_F(ControllerTest, RequeueAfterRunsAgainAfterTheDelayWithBackoffReset) {
   Controller controller(Options(), Scripted());
   script_.Script("a", {absl::UnavailableError("api down"), Result{.requeue_after = absl::Hours(1)},
