@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kube/informer/indexers.h"
+
 namespace gpuop::kube {
 namespace {
 
@@ -56,6 +58,28 @@ TEST(StoreTest, MultiValuedIndex) {
   EXPECT_EQ(store.ByIndex("both", "z1").size(), 1u);
   store.Erase("a");
   EXPECT_TRUE(store.ByIndex("both", "z1").empty());
+}
+
+TEST(IndexersTest, NamespaceLabelAndNodeName) {
+  Store<Pod> store;
+  store.AddIndex(kNamespaceIndex, IndexByNamespace<Pod>());
+  store.AddIndex("app", IndexByLabel<Pod>("app"));
+  store.AddIndex(kNodeNameIndex, IndexPodsByNode());
+  auto pod = [](std::string ns, std::string name, std::string app, std::string node) {
+    Pod p;
+    p.metadata.namespace_ = std::move(ns);
+    p.metadata.name = std::move(name);
+    if (!app.empty()) p.metadata.labels = Labels({{"app", app}});
+    p.node_name = std::move(node);
+    return std::make_shared<const Pod>(std::move(p));
+  };
+  store.Upsert("a/1", pod("a", "1", "train", "gpu-1"), "1");
+  store.Upsert("a/2", pod("a", "2", "", "gpu-2"), "1");
+  store.Upsert("b/3", pod("b", "3", "train", ""), "1");
+  EXPECT_EQ(store.ByIndex(kNamespaceIndex, "a").size(), 2u);
+  EXPECT_EQ(store.ByIndex("app", "train").size(), 2u);
+  EXPECT_EQ(store.ByIndex(kNodeNameIndex, "gpu-1").size(), 1u);
+  EXPECT_TRUE(store.ByIndex(kNodeNameIndex, "").empty());
 }
 
 }  // namespace
