@@ -1,0 +1,52 @@
+#ifndef GPUOP_HW_ACCELERATOR_H_
+#define GPUOP_HW_ACCELERATOR_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hw/model.h"
+
+namespace gpuop::hw {
+
+// One vendor's view of the node's accelerators. Backends: NVIDIA over NVML (hw/nvml), AMD over
+// sysfs (hw/amd). A node with no GPUs of the vendor gets an empty Inventory, not an error.
+//
+// Errors name the vendor library function and the device ("nvmlDeviceGetPowerUsage(GPU 3):
+// GPU is lost"). Thread-safe unless an implementation says otherwise.
+class Accelerator {
+ public:
+  virtual ~Accelerator() = default;
+
+  virtual Vendor vendor() const = 0;
+
+  // Identity, capabilities, MIG layout and topology. Changes only with MIG reconfiguration,
+  // driver reloads and hot plug, so callers cache it.
+  [[nodiscard]] virtual absl::StatusOr<Inventory> Discover() = 0;
+
+  // One telemetry sample of every GPU. A lost GPU yields a sample with `lost` set.
+  [[nodiscard]] virtual absl::StatusOr<Sample> TakeSample() = 0;
+
+  // Waits up to `timeout` for hardware events (XIDs, ECC, GPU lost) and returns those that
+  // arrived, possibly none. Unimplemented where the vendor has no event source.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<HardwareEvent>> WaitEvents(
+      absl::Duration timeout) = 0;
+
+  // Control. Unimplemented where the vendor does not support the operation.
+  [[nodiscard]] virtual absl::Status SetPowerLimit(int gpu_index, double watts) = 0;
+  // Requests MIG mode on or off; returns true when the change needs a GPU reset to apply.
+  [[nodiscard]] virtual absl::StatusOr<bool> SetMigMode(int gpu_index, bool enabled) = 0;
+  // Creates a GPU instance of `profile` ("3g.40gb") and one compute instance filling it;
+  // returns the new MIG device.
+  [[nodiscard]] virtual absl::StatusOr<MigDevice> CreateMigDevice(int gpu_index,
+                                                                  const std::string& profile) = 0;
+  // Destroys the compute instance and GPU instance of a MIG device.
+  [[nodiscard]] virtual absl::Status DestroyMigDevice(int gpu_index,
+                                                      unsigned int gpu_instance_id) = 0;
+};
+
+}  // namespace gpuop::hw
+
+#endif  // GPUOP_HW_ACCELERATOR_H_

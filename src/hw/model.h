@@ -1,0 +1,150 @@
+#ifndef GPUOP_HW_MODEL_H_
+#define GPUOP_HW_MODEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace gpuop::hw {
+
+// The vendor-neutral description of a node's accelerators. Optional fields are empty when the
+// vendor or the device does not report them (NOT_SUPPORTED is a normal answer).
+
+enum class Vendor { kNvidia, kAmd, kIntel, kUnknown };
+std::string VendorName(Vendor vendor);  // "nvidia", "amd", "intel", "unknown"
+
+// How two GPUs are connected, best first (the order topology-aware allocation prefers).
+enum class LinkKind {
+  kNvLink,          // direct NVLink, or both on the same NVSwitch fabric
+  kSamePcieSwitch,  // a common PCIe switch (NVML SINGLE/MULTIPLE)
+  kSameNumaNode,    // the same host bridge or NUMA node (NVML HOSTBRIDGE/NODE)
+  kCrossSocket,     // across the CPU interconnect (NVML SYSTEM)
+};
+std::string LinkKindName(LinkKind kind);
+
+struct Link {
+  int peer_index = 0;
+  LinkKind kind = LinkKind::kCrossSocket;
+  int nvlink_count = 0;  // active NVLinks to the peer (0 unless kNvLink)
+};
+
+// A MIG compute instance exposed as a device.
+struct MigDevice {
+  std::string uuid;     // "MIG-..."
+  std::string profile;  // "1g.10gb"
+  unsigned int gpu_instance_id = 0;
+  unsigned int compute_instance_id = 0;
+  unsigned int placement_start = 0;
+  unsigned int placement_size = 0;
+  uint64_t memory_bytes = 0;
+  unsigned int multiprocessor_count = 0;
+};
+
+// A MIG GPU-instance profile the GPU supports.
+struct MigProfile {
+  std::string name;  // "1g.10gb"
+  unsigned int id = 0;
+  unsigned int slice_count = 0;
+  unsigned int instance_count = 0;  // how many fit on an empty GPU
+  uint64_t memory_bytes = 0;
+};
+
+struct Gpu {
+  Vendor vendor = Vendor::kUnknown;
+  int index = 0;
+  std::string uuid;          // "GPU-..." for NVIDIA; the PCI address or unique id for AMD
+  std::string pci_bus_id;    // normalised sysfs form "0000:17:00.0"
+  std::string product;       // "NVIDIA H100 80GB HBM3"
+  std::string architecture;  // "hopper", "ampere", "gfx90a", ...
+  int compute_major = 0;     // CUDA compute capability; 0 when not NVIDIA
+  int compute_minor = 0;
+  uint64_t memory_bytes = 0;
+  std::optional<int> numa_node;
+  std::optional<unsigned int> minor_number;  // /dev/nvidia<minor>
+  std::vector<std::string> device_nodes;     // every device file a container needs for this GPU
+  std::string serial;
+  bool mig_capable = false;
+  bool mig_enabled = false;
+  bool mig_pending_change = false;  // mode change waiting for a GPU reset
+  std::vector<MigProfile> mig_profiles;
+  std::vector<MigDevice> mig_devices;
+  std::vector<Link> links;
+};
+
+struct Inventory {
+  std::string driver_version;   // "570.86.15"
+  int cuda_driver_version = 0;  // 12080 for 12.8; 0 when unknown
+  std::vector<Gpu> gpus;
+};
+
+struct ProcessUsage {
+  unsigned int pid = 0;
+  uint64_t used_memory_bytes = 0;
+  std::optional<unsigned int> gpu_instance_id;  // set on MIG
+  std::optional<unsigned int> compute_instance_id;
+};
+
+// One telemetry sample of one GPU.
+struct GpuSample {
+  int index = 0;
+  std::optional<unsigned int> gpu_utilization_percent;
+  std::optional<unsigned int> memory_utilization_percent;
+  std::optional<unsigned int> encoder_utilization_percent;
+  std::optional<unsigned int> decoder_utilization_percent;
+  std::optional<uint64_t> memory_used_bytes;
+  std::optional<uint64_t> memory_free_bytes;
+  std::optional<uint64_t> memory_reserved_bytes;
+  std::optional<int> temperature_celsius;
+  std::optional<int> memory_temperature_celsius;
+  std::optional<int> slowdown_temperature_celsius;
+  std::optional<int> shutdown_temperature_celsius;
+  std::optional<double> power_watts;
+  std::optional<double> power_limit_watts;
+  std::optional<double> power_limit_min_watts;
+  std::optional<double> power_limit_max_watts;
+  std::optional<double> power_limit_default_watts;
+  std::optional<double> energy_joules;  // since the driver loaded
+  std::optional<unsigned int> sm_clock_mhz;
+  std::optional<unsigned int> memory_clock_mhz;
+  std::optional<uint64_t> ecc_volatile_corrected;
+  std::optional<uint64_t> ecc_volatile_uncorrected;
+  std::optional<uint64_t> ecc_aggregate_corrected;
+  std::optional<uint64_t> ecc_aggregate_uncorrected;
+  std::optional<unsigned int> retired_pages_single_bit;
+  std::optional<unsigned int> retired_pages_double_bit;
+  std::optional<bool> retired_pages_pending;
+  std::optional<unsigned int> remapped_rows_corrected;
+  std::optional<unsigned int> remapped_rows_uncorrected;
+  std::optional<bool> remapped_rows_pending;
+  std::optional<bool> remapped_rows_failure;
+  std::optional<unsigned int> pcie_replay_count;
+  std::optional<uint64_t> throttle_reasons;  // NVML clock-event reason bits
+  std::vector<ProcessUsage> processes;
+  // Set when the GPU stopped answering (NVML GPU_IS_LOST): every other field is empty.
+  bool lost = false;
+};
+
+struct Sample {
+  absl::Time time;
+  std::vector<GpuSample> gpus;
+};
+
+// Something the hardware reported that may change a GPU's health.
+struct HardwareEvent {
+  enum class Kind { kXid, kDoubleBitEcc, kSingleBitEcc, kGpuLost };
+  Kind kind = Kind::kXid;
+  int gpu_index = 0;
+  std::string gpu_uuid;
+  uint64_t xid = 0;  // for kXid
+  std::optional<unsigned int> gpu_instance_id;
+  std::optional<unsigned int> compute_instance_id;
+  absl::Time time;
+};
+std::string HardwareEventKindName(HardwareEvent::Kind kind);
+
+}  // namespace gpuop::hw
+
+#endif  // GPUOP_HW_MODEL_H_
