@@ -1,0 +1,114 @@
+#ifndef GPUOP_HW_NVML_NVML_ACCELERATOR_H_
+#define GPUOP_HW_NVML_NVML_ACCELERATOR_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "hw/accelerator.h"
+#include "hw/nvml/nvml_library.h"
+
+namespace gpuop::hw {
+
+struct NvmlOptions {
+  // The library to load: the soname by default; a full path for a containerised driver root
+  // ("/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1") or the fake.
+  std::string library_path = "libnvidia-ml.so.1";
+  const common::Clock* clock = &common::Clock::Real();
+};
+
+// The NVIDIA backend: NVML through dlopen.
+//
+// Every NVML failure becomes a Status naming the function and the GPU. NOT_SUPPORTED and a
+// missing optional entry point leave the field empty: a T4 has no MIG, an old driver has no
+// row remapping, and neither is an error. A GPU that answers GPU_IS_LOST is reported lost in
+// samples and events and never crashes anything.
+//
+// Thread-safe.
+class NvmlAccelerator final : public Accelerator {
+ public:
+  // Loads and initialises NVML; see NvmlLibrary::Load for the errors.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<NvmlAccelerator>> Open(
+      const NvmlOptions& options = {});
+
+  Vendor vendor() const override { return Vendor::kNvidia; }
+  [[nodiscard]] absl::StatusOr<Inventory> Discover() override;
+  [[nodiscard]] absl::StatusOr<Sample> TakeSample() override;
+  [[nodiscard]] absl::StatusOr<std::vector<HardwareEvent>> WaitEvents(
+      absl::Duration timeout) override;
+  [[nodiscard]] absl::Status SetPowerLimit(int gpu_index, double watts) override;
+  [[nodiscard]] absl::StatusOr<bool> SetMigMode(int gpu_index, bool enabled) override;
+  [[nodiscard]] absl::StatusOr<MigDevice> CreateMigDevice(int gpu_index,
+                                                          const std::string& profile) override;
+  [[nodiscard]] absl::Status DestroyMigDevice(int gpu_index, unsigned int gpu_instance_id) override;
+
+  // NVML calls made so far (for the benchmark and for tests that count work).
+  int64_t calls() const;
+
+  ~NvmlAccelerator() override;
+
+ private:
+  NvmlAccelerator(std::unique_ptr<NvmlLibrary> library, const common::Clock& clock)
+      : lib_(std::move(library)), clock_(clock) {}
+
+  // Wraps an NVML call: counts it and turns the code into a Status naming call and GPU.
+  template <typename Fn, typename... Args>
+  absl::Status Call(Fn fn, const char* name, int gpu, Args... args) const;
+  // The same for optional fields: nullopt for NOT_SUPPORTED / missing entry point / any error
+  // except GPU_IS_LOST, which sets `*lost`.
+  template <typename T, typename Fn, typename... Args>
+  std::optional<T> Optional(Fn fn, bool* lost, Args... args) const;
+
+  absl::StatusOr<nvmlDevice_t> Handle(int gpu_index) const;
+  absl::StatusOr<Gpu> DescribeGpu(int index, nvmlDevice_t device) const;
+  void DescribeMig(nvmlDevice_t device, Gpu& gpu) const;
+  void DescribeTopology(const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus) const;
+  GpuSample SampleGpu(int index, nvmlDevice_t device) const;
+  absl::StatusOr<nvmlEventSet_t> EventSet() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<unsigned int> ProfileIdByName(nvmlDevice_t device, int gpu_index,
+                                               const std::string& profile) const;
+
+  std::unique_ptr<NvmlLibrary> lib_;
+  const common::Clock& clock_;
+  mutable std::atomic<int64_t> calls_{0};
+  absl::Mutex mu_;
+  nvmlEventSet_t event_set_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<nvmlDevice_t> event_devices_ ABSL_GUARDED_BY(mu_);
+};
+
+template <typename Fn, typename... Args>
+absl::Status NvmlAccelerator::Call(Fn fn, const char* name, int gpu, Args... args) const {
+  if (fn == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(name, ": not in ", lib_->path()));
+  }
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  return lib_->Check(fn(args...), name, gpu < 0 ? "" : absl::StrCat("GPU ", gpu));
+}
+
+template <typename T, typename Fn, typename... Args>
+std::optional<T> NvmlAccelerator::Optional(Fn fn, bool* lost, Args... args) const {
+  if (fn == nullptr || (lost != nullptr && *lost)) return std::nullopt;
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  T value{};
+  const nvmlReturn_t rc = fn(args..., &value);
+  if (rc == NVML_ERROR_GPU_IS_LOST && lost != nullptr) *lost = true;
+  if (rc != NVML_SUCCESS) return std::nullopt;
+  return value;
+}
+
+// GPU feature discovery's family name for a CUDA compute capability ("hopper", "ampere",
+// "ada-lovelace", ...), or "" when unknown.
+std::string NvidiaFamily(int compute_major, int compute_minor);
+
+// NVML's bus id ("00000000:17:00.0") in sysfs form ("0000:17:00.0").
+std::string NormalizePciBusId(const std::string& nvml_bus_id);
+
+}  // namespace gpuop::hw
+
+#endif  // GPUOP_HW_NVML_NVML_ACCELERATOR_H_
