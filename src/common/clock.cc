@@ -15,6 +15,10 @@ void Clock::SleepFor(absl::Duration duration) const {
 }
 
 bool Clock::SleepFor(absl::Duration duration, std::stop_token stop) const {
+  return SleepUntil(Now() + duration, std::move(stop));
+}
+
+bool Clock::SleepUntil(absl::Time deadline, std::stop_token stop) const {
   absl::Mutex mu;
   bool stopped = false;
   std::stop_callback on_stop(stop, [&] {
@@ -22,7 +26,7 @@ bool Clock::SleepFor(absl::Duration duration, std::stop_token stop) const {
     stopped = true;
   });
   absl::MutexLock lock(&mu);
-  AwaitWithDeadline(mu, absl::Condition(&stopped), Now() + duration);
+  AwaitWithDeadline(mu, absl::Condition(&stopped), deadline);
   return !stopped;
 }
 

@@ -30,6 +30,9 @@ class Clock {
   // Sleeps for `duration` on this clock unless `stop` is requested first; returns false when
   // it was.
   bool SleepFor(absl::Duration duration, std::stop_token stop) const;
+  // Sleeps until this clock reads `deadline` unless `stop` is requested first; returns false
+  // when it was. For schedules at absolute times that must not drift.
+  bool SleepUntil(absl::Time deadline, std::stop_token stop) const;
 
   // The process-wide real clock.
   static const Clock& Real();

@@ -71,6 +71,7 @@ class NvmlAccelerator final : public Accelerator {
   void DescribeTopology(const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus) const;
   GpuSample SampleGpu(int index, nvmlDevice_t device) const;
   absl::StatusOr<nvmlEventSet_t> EventSet() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<MigProfile> MigProfiles(nvmlDevice_t device) const;
   absl::StatusOr<unsigned int> ProfileIdByName(nvmlDevice_t device, int gpu_index,
                                                const std::string& profile) const;
 

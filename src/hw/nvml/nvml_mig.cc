@@ -30,25 +30,9 @@ void NvmlAccelerator::DescribeMig(nvmlDevice_t device, Gpu& gpu) const {
   gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
   gpu.mig_pending_change = current != pending;
 
-  // Profiles by index until the library says there are no more; NOT_SUPPORTED skips one.
+  gpu.mig_profiles = MigProfiles(device);
   std::map<unsigned int, std::string> names_by_id;
-  if (f.nvmlDeviceGetGpuInstanceProfileInfoV != nullptr) {
-    for (unsigned int index = 0; index < NVML_GPU_INSTANCE_PROFILE_COUNT; ++index) {
-      nvmlGpuInstanceProfileInfo_v2_t info{};
-      info.version = nvmlGpuInstanceProfileInfo_v2;
-      calls_.fetch_add(1, std::memory_order_relaxed);
-      const nvmlReturn_t rc = f.nvmlDeviceGetGpuInstanceProfileInfoV(device, index, &info);
-      if (rc == NVML_ERROR_INVALID_ARGUMENT) break;
-      if (rc != NVML_SUCCESS) continue;
-      MigProfile profile{.name = ProfileName(info.name),
-                         .id = info.id,
-                         .slice_count = info.sliceCount,
-                         .instance_count = info.instanceCount,
-                         .memory_bytes = info.memorySizeMB * 1024ULL * 1024ULL};
-      names_by_id[info.id] = profile.name;
-      gpu.mig_profiles.push_back(std::move(profile));
-    }
-  }
+  for (const MigProfile& profile : gpu.mig_profiles) names_by_id[profile.id] = profile.name;
   if (!gpu.mig_enabled || f.nvmlDeviceGetMaxMigDeviceCount == nullptr ||
       f.nvmlDeviceGetMigDeviceHandleByIndex == nullptr) {
     return;
@@ -103,13 +87,11 @@ absl::StatusOr<bool> NvmlAccelerator::SetMigMode(int gpu_index, bool enabled) {
   return activation == NVML_ERROR_IN_USE || activation == NVML_ERROR_RESET_REQUIRED;
 }
 
-absl::StatusOr<unsigned int> NvmlAccelerator::ProfileIdByName(nvmlDevice_t device, int gpu_index,
-                                                              const std::string& profile) const {
+std::vector<MigProfile> NvmlAccelerator::MigProfiles(nvmlDevice_t device) const {
   const NvmlFunctions& f = lib_->fn();
-  if (f.nvmlDeviceGetGpuInstanceProfileInfoV == nullptr) {
-    return absl::UnimplementedError("MIG profiles: nvmlDeviceGetGpuInstanceProfileInfoV missing");
-  }
-  std::vector<std::string> known;
+  std::vector<MigProfile> profiles;
+  if (f.nvmlDeviceGetGpuInstanceProfileInfoV == nullptr) return profiles;
+  // Profiles by index until the library says there are no more; NOT_SUPPORTED skips one.
   for (unsigned int index = 0; index < NVML_GPU_INSTANCE_PROFILE_COUNT; ++index) {
     nvmlGpuInstanceProfileInfo_v2_t info{};
     info.version = nvmlGpuInstanceProfileInfo_v2;
@@ -117,8 +99,21 @@ absl::StatusOr<unsigned int> NvmlAccelerator::ProfileIdByName(nvmlDevice_t devic
     const nvmlReturn_t rc = f.nvmlDeviceGetGpuInstanceProfileInfoV(device, index, &info);
     if (rc == NVML_ERROR_INVALID_ARGUMENT) break;
     if (rc != NVML_SUCCESS) continue;
-    if (ProfileName(info.name) == profile) return info.id;
-    known.push_back(ProfileName(info.name));
+    profiles.push_back({.name = ProfileName(info.name),
+                        .id = info.id,
+                        .slice_count = info.sliceCount,
+                        .instance_count = info.instanceCount,
+                        .memory_bytes = info.memorySizeMB * 1024ULL * 1024ULL});
+  }
+  return profiles;
+}
+
+absl::StatusOr<unsigned int> NvmlAccelerator::ProfileIdByName(nvmlDevice_t device, int gpu_index,
+                                                              const std::string& profile) const {
+  std::vector<std::string> known;
+  for (const MigProfile& p : MigProfiles(device)) {
+    if (p.name == profile) return p.id;
+    known.push_back(p.name);
   }
   return absl::InvalidArgumentError(absl::StrCat("MIG profile \"", profile,
                                                  "\" is not offered by GPU ", gpu_index,

@@ -128,30 +128,28 @@ absl::StatusOr<Json> Client::Create(const ResourceType& type, absl::string_view 
                .content_type = "application/json"});
 }
 
-absl::StatusOr<Json> Client::Update(const ResourceType& type, const Json& object,
-                                    const WriteOptions& options) {
+absl::StatusOr<Json> Client::Replace(const ResourceType& type, const Json& object,
+                                     const WriteOptions& options, absl::string_view subresource) {
   const std::string ns = NamespaceOf(object);
   const std::string name = NameOf(object);
-  return Call(
-      absl::StrCat("update ", Where(type, ns, name)),
-      {.method = "PUT",
-       .path = type.ObjectPath(ns, name) + QueryString({{"fieldManager", options.field_manager},
-                                                        {"dryRun", options.dry_run ? "All" : ""}}),
-       .body = object.dump(),
-       .content_type = "application/json"});
-}
-
-absl::StatusOr<Json> Client::UpdateStatus(const ResourceType& type, const Json& object,
-                                          const WriteOptions& options) {
-  const std::string ns = NamespaceOf(object);
-  const std::string name = NameOf(object);
-  return Call(absl::StrCat("update status of ", Where(type, ns, name)),
+  return Call(absl::StrCat("update ", subresource.empty() ? "" : absl::StrCat(subresource, " of "),
+                           Where(type, ns, name)),
               {.method = "PUT",
-               .path = type.ObjectPath(ns, name, "status") +
+               .path = type.ObjectPath(ns, name, subresource) +
                        QueryString({{"fieldManager", options.field_manager},
                                     {"dryRun", options.dry_run ? "All" : ""}}),
                .body = object.dump(),
                .content_type = "application/json"});
+}
+
+absl::StatusOr<Json> Client::Update(const ResourceType& type, const Json& object,
+                                    const WriteOptions& options) {
+  return Replace(type, object, options, "");
+}
+
+absl::StatusOr<Json> Client::UpdateStatus(const ResourceType& type, const Json& object,
+                                          const WriteOptions& options) {
+  return Replace(type, object, options, "status");
 }
 
 absl::StatusOr<Json> Client::Patch(const ResourceType& type, absl::string_view ns,

@@ -122,6 +122,9 @@ class Client {
 
  private:
   absl::StatusOr<Json> Call(const std::string& what, RestRequest request);
+  // PUT of the object, or of its `subresource`.
+  absl::StatusOr<Json> Replace(const ResourceType& type, const Json& object,
+                               const WriteOptions& options, absl::string_view subresource);
 
   std::shared_ptr<RestClient> rest_;
 };

@@ -10,20 +10,6 @@
 namespace gpuop::kube {
 namespace {
 
-// Waits on `clock` until `deadline`; false when `stop` came first. Attempts are scheduled at
-// absolute times, so the period does not drift with the time each attempt takes.
-bool SleepUntil(const common::Clock& clock, absl::Time deadline, std::stop_token stop) {
-  absl::Mutex mu;
-  bool stopped = false;
-  std::stop_callback on_stop(stop, [&] {
-    absl::MutexLock lock(&mu);
-    stopped = true;
-  });
-  absl::MutexLock lock(&mu);
-  clock.AwaitWithDeadline(mu, absl::Condition(&stopped), deadline);
-  return !stopped;
-}
-
 int32_t WholeSeconds(absl::Duration duration) {
   return static_cast<int32_t>(absl::ToInt64Seconds(absl::Ceil(duration, absl::Seconds(1))));
 }
@@ -129,7 +115,7 @@ absl::Status LeaderElector::Run(std::stop_token stop) {
 
 bool LeaderElector::Acquire(std::stop_token stop) {
   absl::Time next = clock_.Now();
-  while (SleepUntil(clock_, next, stop)) {
+  while (clock_.SleepUntil(next, stop)) {
     const absl::Time start = clock_.Now();
     next = start + config_.retry_period;
     absl::StatusOr<Attempt> attempt = TryAcquireOrRenew();
@@ -194,7 +180,7 @@ void LeaderElector::RenewLoop(std::stop_token stop) {
     absl::MutexLock lock(&mu_);
     next = last_renew_ + config_.retry_period;
   }
-  while (SleepUntil(clock_, next, stop)) {
+  while (clock_.SleepUntil(next, stop)) {
     const absl::Time start = clock_.Now();
     next = start + config_.retry_period;
     absl::StatusOr<Attempt> attempt = TryAcquireOrRenew();
