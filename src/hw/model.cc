@@ -18,8 +18,8 @@ std::string VendorName(Vendor vendor) {
 
 std::string LinkKindName(LinkKind kind) {
   switch (kind) {
-    case LinkKind::kNvLink:
-      return "nvlink";
+    case LinkKind::kGpuFabric:
+      return "gpu-fabric";
     case LinkKind::kSamePcieSwitch:
       return "pcie-switch";
     case LinkKind::kSameNumaNode:

@@ -18,7 +18,7 @@ std::string VendorName(Vendor vendor);  // "nvidia", "amd", "intel", "unknown"
 
 // How two GPUs are connected, best first (the order topology-aware allocation prefers).
 enum class LinkKind {
-  kNvLink,          // direct NVLink, or both on the same NVSwitch fabric
+  kGpuFabric,       // a direct GPU-to-GPU fabric: NVLink or one NVSwitch fabric, AMD XGMI
   kSamePcieSwitch,  // a common PCIe switch (NVML SINGLE/MULTIPLE)
   kSameNumaNode,    // the same host bridge or NUMA node (NVML HOSTBRIDGE/NODE)
   kCrossSocket,     // across the CPU interconnect (NVML SYSTEM)
@@ -28,7 +28,7 @@ std::string LinkKindName(LinkKind kind);
 struct Link {
   int peer_index = 0;
   LinkKind kind = LinkKind::kCrossSocket;
-  int nvlink_count = 0;  // active NVLinks to the peer (0 unless kNvLink)
+  int fabric_links = 0;  // active NVLink or XGMI links to the peer (0 unless kGpuFabric)
 };
 
 // A MIG compute instance exposed as a device.

@@ -61,7 +61,7 @@ json ToJson(const Gpu& gpu) {
   json links = json::array();
   for (const auto& l : gpu.links) {
     json link = {{"peer", l.peer_index}, {"kind", LinkKindName(l.kind)}};
-    if (l.nvlink_count > 0) link["nvlinks"] = l.nvlink_count;
+    if (l.fabric_links > 0) link["fabricLinks"] = l.fabric_links;
     links.push_back(link);
   }
   out["links"] = links;

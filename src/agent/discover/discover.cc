@@ -20,8 +20,8 @@ std::string Or(const std::optional<T>& v, const std::string& suffix = "") {
 
 std::string LinkLabel(const hw::Link& link) {
   switch (link.kind) {
-    case hw::LinkKind::kNvLink:
-      return absl::StrCat("NV", link.nvlink_count);
+    case hw::LinkKind::kGpuFabric:
+      return absl::StrCat("NV", link.fabric_links);
     case hw::LinkKind::kSamePcieSwitch:
       return "PIX";
     case hw::LinkKind::kSameNumaNode:
@@ -63,7 +63,7 @@ void RenderInventory(const VendorReport& v, std::string& out) {
   }
   if (inv.gpus.size() > 1) {
     out +=
-        "\ntopology (NVn: NVLink/fabric links, PIX: same PCIe switch, NODE: same NUMA node, "
+        "\ntopology (NVn: n NVLink/XGMI links, PIX: same PCIe switch, NODE: same NUMA node, "
         "SYS: across sockets)\n     ";
     for (const auto& g : inv.gpus)
       absl::StrAppendFormat(&out, "%-6s", absl::StrCat("GPU", g.index));

@@ -77,8 +77,8 @@ void DescribeLinks(std::vector<Described>& gpus) {
       }
       const bool same_hive = a.info.hive_id != 0 && a.info.hive_id == b.info.hive_id;
       if (xgmi > 0 || same_hive) {
-        link.kind = LinkKind::kNvLink;  // the direct GPU-to-GPU fabric: XGMI on AMD
-        link.nvlink_count = xgmi;
+        link.kind = LinkKind::kGpuFabric;  // the direct GPU-to-GPU fabric: XGMI on AMD
+        link.fabric_links = xgmi;
       } else if (SharePcieBridge(a.pci_path, b.pci_path)) {
         link.kind = LinkKind::kSamePcieSwitch;
       } else if (a.gpu.numa_node && a.gpu.numa_node == b.gpu.numa_node) {

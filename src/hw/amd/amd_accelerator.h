@@ -66,7 +66,7 @@ struct AmdDiscovery {
 //   architecture   the gfx target from KFD's gfx_target_version ("gfx942")
 //   memory_bytes   mem_info_vram_total, else KFD's memory bank
 //   device_nodes   <dev>/kfd (when KFD is present), <dev>/dri/card<N>, <dev>/dri/renderD<N>
-//   links          kNvLink for XGMI peers (same hive, or a KFD XGMI io_link; nvlink_count is
+//   links          kNvLink for XGMI peers (same hive, or a KFD XGMI io_link; fabric_links is
 //                  the number of direct XGMI io_links), kSamePcieSwitch for GPUs below a common
 //                  PCIe bridge, kSameNumaNode, else kCrossSocket (also when NUMA is unknown)
 //   driver_version /sys/module/amdgpu/version; empty for the in-tree driver

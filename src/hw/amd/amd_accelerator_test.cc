@@ -51,8 +51,8 @@ TEST_F(AmdAcceleratorTest, Mi300xNodeInventory) {
     EXPECT_FALSE(gpu.mig_capable);
     ASSERT_THAT(gpu.links, SizeIs(7));
     for (const Link& link : gpu.links) {
-      EXPECT_EQ(link.kind, LinkKind::kNvLink) << i << "->" << link.peer_index;
-      EXPECT_EQ(link.nvlink_count, 1);
+      EXPECT_EQ(link.kind, LinkKind::kGpuFabric) << i << "->" << link.peer_index;
+      EXPECT_EQ(link.fabric_links, 1);
       EXPECT_NE(link.peer_index, i);
     }
   }
@@ -99,7 +99,7 @@ TEST_F(AmdAcceleratorTest, Mi210NodeInventory) {
   ASSERT_THAT(gpu.links, SizeIs(1));
   EXPECT_EQ(gpu.links[0].peer_index, 0);
   EXPECT_EQ(gpu.links[0].kind, LinkKind::kSamePcieSwitch);  // both below one PEX switch
-  EXPECT_EQ(gpu.links[0].nvlink_count, 0);
+  EXPECT_EQ(gpu.links[0].fabric_links, 0);
 }
 
 TEST_F(AmdAcceleratorTest, DeviceNodesUseTheDevRoot) {

@@ -157,8 +157,8 @@ void NvmlAccelerator::DescribeTopology(const std::vector<nvmlDevice_t>& devices,
         }
       }
       if (nvlinks > 0) {
-        link.kind = LinkKind::kNvLink;
-        link.nvlink_count = nvlinks;
+        link.kind = LinkKind::kGpuFabric;
+        link.fabric_links = nvlinks;
       } else {
         int level = NVML_TOPOLOGY_SYSTEM;
         if (f.nvmlDeviceGetTopologyCommonAncestor != nullptr) {

@@ -1,0 +1,210 @@
+// The NVIDIA backend against the fake libnvidia-ml.so.1 (test/fakes/nvml), loaded with dlopen
+// exactly as the real library is.
+#include "hw/nvml/nvml_accelerator.h"
+
+#include <fstream>
+#include <set>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace gpuop::hw {
+namespace {
+
+using ::testing::HasSubstr;
+
+class NvmlAcceleratorTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    nvml_.reset();
+    unsetenv("GPUOP_FAKE_NVML_SCENARIO");
+    unsetenv("GPUOP_FAKE_NVML_CONTROL");
+    if (!control_.empty()) std::filesystem::remove(control_);
+  }
+
+  // Opens the fake machine `scenario` (a preset name).
+  void Open(const char* scenario, bool with_control = false) {
+    setenv("GPUOP_FAKE_NVML_SCENARIO", scenario, 1);
+    if (with_control) {
+      control_ = std::filesystem::temp_directory_path() /
+                 ("gpuop-nvml-control-" + std::to_string(getpid()));
+      std::ofstream(control_, std::ios::trunc).flush();
+      setenv("GPUOP_FAKE_NVML_CONTROL", control_.c_str(), 1);
+    }
+    auto nvml = NvmlAccelerator::Open({.library_path = GPUOP_FAKE_NVML_LIBRARY});
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    nvml_ = *std::move(nvml);
+  }
+
+  void Control(const std::string& line) { std::ofstream(control_, std::ios::app) << line << "\n"; }
+
+  Inventory Discover() {
+    auto inventory = nvml_->Discover();
+    EXPECT_TRUE(inventory.ok()) << inventory.status();
+    return inventory.ok() ? *inventory : Inventory{};
+  }
+
+  std::unique_ptr<NvmlAccelerator> nvml_;
+  std::filesystem::path control_;
+};
+
+TEST_F(NvmlAcceleratorTest, MissingLibraryIsNotFound) {
+  auto nvml = NvmlAccelerator::Open({.library_path = "/nonexistent/libnvidia-ml.so.1"});
+  EXPECT_EQ(nvml.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(nvml.status().message()), HasSubstr("/nonexistent/libnvidia-ml.so.1"));
+}
+
+TEST_F(NvmlAcceleratorTest, DriverNotLoadedIsAClearPrecondition) {
+  unsetenv("GPUOP_FAKE_NVML_SCENARIO");
+  auto nvml = NvmlAccelerator::Open({.library_path = GPUOP_FAKE_NVML_LIBRARY});
+  EXPECT_EQ(nvml.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(nvml.status().message()), HasSubstr("nvmlInit_v2"));
+}
+
+TEST_F(NvmlAcceleratorTest, H100MachineInventoryAndNvSwitchTopology) {
+  Open("h100-8x-nvswitch");
+  const Inventory inv = Discover();
+  EXPECT_EQ(inv.driver_version, "570.86.15");
+  EXPECT_EQ(inv.cuda_driver_version, 12080);
+  ASSERT_EQ(inv.gpus.size(), 8u);
+  std::set<std::string> uuids, buses;
+  for (const Gpu& g : inv.gpus) {
+    EXPECT_EQ(g.vendor, Vendor::kNvidia);
+    EXPECT_EQ(g.product, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(g.uuid.rfind("GPU-", 0), 0u) << g.uuid;
+    EXPECT_EQ(g.compute_major, 9);
+    EXPECT_EQ(g.compute_minor, 0);
+    EXPECT_EQ(g.architecture, "hopper");
+    EXPECT_EQ(g.memory_bytes, 81559ull * 1024 * 1024);
+    EXPECT_EQ(g.numa_node, g.index < 4 ? 0 : 1);
+    ASSERT_TRUE(g.minor_number.has_value());
+    EXPECT_THAT(g.device_nodes,
+                ::testing::Contains("/dev/nvidia" + std::to_string(*g.minor_number)));
+    EXPECT_TRUE(g.mig_capable);
+    EXPECT_FALSE(g.mig_enabled);
+    // sysfs form: lowercase, 4-digit domain.
+    EXPECT_EQ(g.pci_bus_id.size(), 12u) << g.pci_bus_id;
+    EXPECT_EQ(g.pci_bus_id.substr(0, 5), "0000:") << g.pci_bus_id;
+    uuids.insert(g.uuid);
+    buses.insert(g.pci_bus_id);
+    ASSERT_EQ(g.links.size(), 7u);
+    for (const Link& l : g.links) {
+      EXPECT_EQ(l.kind, LinkKind::kGpuFabric) << g.index << "->" << l.peer_index;
+      EXPECT_EQ(l.fabric_links, 18) << g.index << "->" << l.peer_index;
+    }
+  }
+  EXPECT_EQ(uuids.size(), 8u);
+  EXPECT_EQ(buses.size(), 8u);
+}
+
+TEST_F(NvmlAcceleratorTest, L4MachinePcieTopologyAndNoMig) {
+  Open("l4-4x-pcie");
+  const Inventory inv = Discover();
+  ASSERT_EQ(inv.gpus.size(), 4u);
+  for (const Gpu& g : inv.gpus) {
+    EXPECT_EQ(g.architecture, "ada-lovelace");
+    EXPECT_FALSE(g.mig_capable);
+    EXPECT_TRUE(g.mig_profiles.empty());
+    for (const Link& l : g.links) {
+      const bool same_side = (g.index < 2) == (l.peer_index < 2);
+      EXPECT_EQ(l.kind, same_side ? LinkKind::kSamePcieSwitch : LinkKind::kCrossSocket)
+          << g.index << "->" << l.peer_index;
+    }
+  }
+}
+
+TEST_F(NvmlAcceleratorTest, NoGpusIsAnEmptyInventory) {
+  Open("no-gpus");
+  const Inventory inv = Discover();
+  EXPECT_TRUE(inv.gpus.empty());
+  EXPECT_FALSE(inv.driver_version.empty());
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_TRUE(sample->gpus.empty());
+}
+
+TEST_F(NvmlAcceleratorTest, SampleHasTheTelemetryFields) {
+  Open("h100-8x-nvswitch");
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_EQ(sample->gpus.size(), 8u);
+  for (const GpuSample& g : sample->gpus) {
+    EXPECT_FALSE(g.lost);
+    EXPECT_TRUE(g.gpu_utilization_percent.has_value());
+    EXPECT_TRUE(g.memory_used_bytes.has_value());
+    EXPECT_TRUE(g.memory_free_bytes.has_value());
+    EXPECT_TRUE(g.temperature_celsius.has_value());
+    EXPECT_TRUE(g.slowdown_temperature_celsius.has_value());
+    EXPECT_TRUE(g.power_watts.has_value());
+    EXPECT_EQ(g.power_limit_default_watts, 700.0);
+    EXPECT_EQ(g.power_limit_min_watts, 200.0);
+    EXPECT_EQ(g.power_limit_max_watts, 700.0);
+    EXPECT_TRUE(g.energy_joules.has_value());
+    EXPECT_TRUE(g.sm_clock_mhz.has_value());
+    EXPECT_TRUE(g.ecc_volatile_uncorrected.has_value());
+    EXPECT_TRUE(g.remapped_rows_failure.has_value());
+    EXPECT_TRUE(g.pcie_replay_count.has_value());
+  }
+  EXPECT_GT(nvml_->calls(), 8 * 20);
+}
+
+TEST_F(NvmlAcceleratorTest, PowerLimitIsSetWithinItsRange) {
+  Open("h100-8x-nvswitch");
+  ASSERT_TRUE(nvml_->SetPowerLimit(2, 450).ok());
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok());
+  EXPECT_EQ(sample->gpus[2].power_limit_watts, 450.0);
+  const absl::Status too_high = nvml_->SetPowerLimit(2, 900);
+  EXPECT_EQ(too_high.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_high.message()),
+              HasSubstr("nvmlDeviceSetPowerManagementLimit(GPU 2)"));
+  EXPECT_EQ(nvml_->SetPowerLimit(99, 300).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(NvmlAcceleratorTest, InjectedEventsArriveAndLostGpusAreReported) {
+  Open("h100-8x-nvswitch", /*with_control=*/true);
+  auto none = nvml_->WaitEvents(absl::Milliseconds(20));
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+
+  Control("xid 3 79");
+  Control("ecc-dbe 5");
+  std::vector<HardwareEvent> events;
+  for (int i = 0; i < 100 && events.size() < 2; ++i) {
+    auto got = nvml_->WaitEvents(absl::Milliseconds(100));
+    ASSERT_TRUE(got.ok()) << got.status();
+    events.insert(events.end(), got->begin(), got->end());
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, HardwareEvent::Kind::kXid);
+  EXPECT_EQ(events[0].gpu_index, 3);
+  EXPECT_EQ(events[0].xid, 79u);
+  EXPECT_EQ(events[0].gpu_uuid, Discover().gpus[3].uuid);
+  EXPECT_EQ(events[1].kind, HardwareEvent::Kind::kDoubleBitEcc);
+  EXPECT_EQ(events[1].gpu_index, 5);
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok());
+  EXPECT_GE(sample->gpus[5].ecc_volatile_uncorrected.value_or(0), 1u);
+
+  Control("lost 6");
+  for (int i = 0; i < 100; ++i) {
+    sample = nvml_->TakeSample();
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    if (sample->gpus[6].lost) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(sample->gpus[6].lost);
+  EXPECT_FALSE(sample->gpus[5].lost);
+  Control("recover 6");
+  for (int i = 0; i < 100; ++i) {
+    sample = nvml_->TakeSample();
+    ASSERT_TRUE(sample.ok());
+    if (!sample->gpus[6].lost) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_FALSE(sample->gpus[6].lost);
+}
+
+}  // namespace
+}  // namespace gpuop::hw
