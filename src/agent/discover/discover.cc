@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "hw/amd/amd_accelerator.h"
 #include "hw/model_json.h"
 #include "hw/nvml/nvml_accelerator.h"
 
@@ -136,15 +137,50 @@ absl::StatusOr<NodeReport> DiscoverNode(const DiscoverOptions& options) {
   } else {
     notes.push_back(absl::StrCat("nvidia: ", nvml.status().message()));
   }
+  // amdgpu reports through sysfs; a node without it has an empty AMD inventory.
+  auto amd = std::make_unique<hw::AmdAccelerator>(
+      hw::AmdOptions{.sysfs_root = options.sysfs_root.string()});
+  absl::StatusOr<hw::Inventory> amd_inventory = amd->Discover();
+  if (!amd_inventory.ok()) {
+    notes.push_back(absl::StrCat("amd: ", amd_inventory.status().message()));
+  } else if (!amd_inventory->gpus.empty()) {
+    owned.push_back(std::move(amd));
+  }
   std::vector<hw::Accelerator*> accelerators;
   for (auto& a : owned) accelerators.push_back(a.get());
   GPUOP_ASSIGN_OR_RETURN(NodeReport report, Report(accelerators, options.take_sample));
+  absl::StatusOr<hw::PciInventory> pci = hw::DiscoverPci(options.sysfs_root.string());
+  if (pci.ok()) {
+    for (const absl::Status& error : pci->errors) notes.push_back(std::string(error.message()));
+    report.pci = *std::move(pci);
+  } else {
+    notes.push_back(absl::StrCat("pci: ", pci.status().message()));
+  }
   report.notes = std::move(notes);
   return report;
 }
 
+void RenderPci(const hw::PciInventory& pci, std::string& out) {
+  absl::StrAppend(&out, "pci: ", pci.GpuCount(hw::Vendor::kNvidia), " NVIDIA, ",
+                  pci.GpuCount(hw::Vendor::kAmd), " AMD, ", pci.GpuCount(hw::Vendor::kIntel),
+                  " Intel GPU(s); ", pci.NvSwitchCount(), " NVSwitch(es)\n");
+  if (pci.devices.empty()) return;
+  absl::StrAppendFormat(&out, "%-13s %-7s %-9s %-7s %-5s %s\n", "ADDRESS", "VENDOR", "DEVICE",
+                        "CLASS", "NUMA", "DRIVER");
+  for (const auto& d : pci.devices) {
+    absl::StrAppendFormat(&out, "%-13s %-7s %-9s %-7s %-5s %s\n", d.address,
+                          hw::VendorName(d.vendor()), absl::StrFormat("0x%04x", d.device_id),
+                          absl::StrFormat("0x%04x", d.class4()), Or(d.numa_node),
+                          d.driver.empty() ? "(none)" : d.driver);
+  }
+}
+
 std::string RenderTable(const NodeReport& report) {
   std::string out;
+  if (report.pci.has_value()) {
+    RenderPci(*report.pci, out);
+    out += "\n";
+  }
   for (const auto& v : report.vendors) {
     RenderInventory(v, out);
     if (v.sample.has_value() && !v.sample->gpus.empty()) RenderSample(*v.sample, out);
@@ -163,7 +199,22 @@ nlohmann::json RenderJson(const NodeReport& report) {
     if (v.sample.has_value()) entry["sample"] = hw::ToJson(*v.sample);
     vendors.push_back(entry);
   }
-  return {{"vendors", vendors}, {"notes", report.notes}};
+  nlohmann::json out = {{"vendors", vendors}, {"notes", report.notes}};
+  if (report.pci.has_value()) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& d : report.pci->devices) {
+      nlohmann::json dev = {{"address", d.address},
+                            {"vendor", hw::VendorName(d.vendor())},
+                            {"deviceId", absl::StrFormat("0x%04x", d.device_id)},
+                            {"class", absl::StrFormat("0x%04x", d.class4())},
+                            {"driver", d.driver},
+                            {"nvswitch", d.IsNvSwitch()}};
+      if (d.numa_node) dev["numaNode"] = *d.numa_node;
+      devices.push_back(dev);
+    }
+    out["pci"] = devices;
+  }
+  return out;
 }
 
 }  // namespace gpuop::agent

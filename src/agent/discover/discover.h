@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "hw/accelerator.h"
 #include "hw/model.h"
+#include "hw/pci/pci.h"
 
 namespace gpuop::agent {
 
@@ -31,6 +32,8 @@ struct VendorReport {
 // Everything `gpuop-agent discover` shows about the node.
 struct NodeReport {
   std::vector<VendorReport> vendors;
+  // GPUs and NVSwitches on the PCI bus, whether or not a driver is bound.
+  std::optional<hw::PciInventory> pci;
   // Why a backend is absent or partial ("NVIDIA: libnvidia-ml.so.1 not found"). A node with no
   // GPU driver at all has notes and no vendors, and that is a normal result.
   std::vector<std::string> notes;
