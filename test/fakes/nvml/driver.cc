@@ -1,0 +1,195 @@
+#include "test/fakes/nvml/driver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+
+namespace gpuop::fakenvml {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// How often a waiting nvmlEventSetWait_v2 looks at the control file.
+constexpr auto kControlPoll = std::chrono::milliseconds(10);
+
+// Any object in this library; dladdr finds the library's path from its address.
+const char kAnchor = 0;
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+// The directory this library was loaded from.
+std::string LibraryDir() {
+  Dl_info info{};
+  if (dladdr(&kAnchor, &info) == 0 || info.dli_fname == nullptr) return ".";
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+absl::StatusOr<std::string> ScenarioPath(const std::string& value) {
+  if (value.empty()) {
+    return absl::FailedPreconditionError(
+        "GPUOP_FAKE_NVML_SCENARIO is not set: name a preset (h100-8x-nvswitch, a100-8x-mig, "
+        "l4-4x-pcie, no-gpus) or a scenario file");
+  }
+  if (absl::StrContains(value, '/') || absl::EndsWith(value, ".yaml") ||
+      absl::EndsWith(value, ".yml")) {
+    return value;
+  }
+  const std::string preset = absl::StrCat(LibraryDir(), "/scenarios/", value, ".yaml");
+  if (access(preset.c_str(), R_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("GPUOP_FAKE_NVML_SCENARIO: no preset \"", value,
+                                            "\" (looked for ", preset, ")"));
+  }
+  return preset;
+}
+
+}  // namespace
+
+Driver& Driver::Get() {
+  static Driver* const driver = new Driver();
+  return *driver;
+}
+
+absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
+  GPUOP_ASSIGN_OR_RETURN(const std::string path, ScenarioPath(Env("GPUOP_FAKE_NVML_SCENARIO")));
+  const std::string scale = Env("GPUOP_FAKE_NVML_TIME_SCALE");
+  time_scale_ = 1;
+  if (!scale.empty() &&
+      (!absl::SimpleAtod(scale, &time_scale_) || !std::isfinite(time_scale_) || time_scale_ < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GPUOP_FAKE_NVML_TIME_SCALE: expected a number >= 0, got \"", scale, "\""));
+  }
+  GPUOP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenarioFile(path, Env("GPUOP_FAKE_NVML_NODE")));
+  absl::StatusOr<std::unique_ptr<Machine>> machine = Machine::Create(std::move(scenario));
+  if (!machine.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scenario ", path, ": ", machine.status().message()));
+  }
+  const std::string control = Env("GPUOP_FAKE_NVML_CONTROL");
+  control_.reset();
+  if (!control.empty()) control_.emplace(control);
+  return machine;
+}
+
+nvmlReturn_t Driver::Init() {
+  absl::MutexLock lock(&mu_);
+  if (refcount_ > 0) {
+    ++refcount_;
+    return NVML_SUCCESS;
+  }
+  absl::StatusOr<std::unique_ptr<Machine>> machine = Load();
+  if (!machine.ok()) {
+    const std::string reason(machine.status().message());
+    if (reason != last_failure_) {
+      std::fprintf(stderr, "gpuop fake NVML: nvmlInit_v2: %s\n", reason.c_str());
+      last_failure_ = reason;
+    }
+    control_.reset();
+    return NVML_ERROR_DRIVER_NOT_LOADED;
+  }
+  last_failure_.clear();
+  machine_ = *std::move(machine);
+  started_ = SteadyClock::now();
+  advanced_ms_ = 0;
+  refcount_ = 1;
+  SyncLocked();
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t Driver::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
+  if (--refcount_ == 0) {
+    machine_.reset();
+    control_.reset();
+    ++generation_;
+    cv_.SignalAll();
+  }
+  return NVML_SUCCESS;
+}
+
+int64_t Driver::NowMsLocked() const {
+  const double real_ms =
+      std::chrono::duration<double, std::milli>(SteadyClock::now() - started_).count();
+  return advanced_ms_ + static_cast<int64_t>(real_ms * time_scale_);
+}
+
+void Driver::SyncLocked() {
+  if (control_) {
+    for (const auto& [number, line] : control_->ReadNewLines()) {
+      absl::StatusOr<std::optional<ControlCommand>> command = ParseControlLine(line);
+      std::string why;
+      if (!command.ok()) {
+        why = std::string(command.status().message());
+      } else if (command->has_value()) {
+        advanced_ms_ += (*command)->advance_ms;
+        machine_->AdvanceTo(NowMsLocked());
+        if ((*command)->action) why = machine_->Apply(*(*command)->action);
+      }
+      if (!why.empty()) {
+        std::fprintf(stderr, "gpuop fake NVML: %s line %d ignored: %s\n", control_->path().c_str(),
+                     number, why.c_str());
+      }
+    }
+  }
+  machine_->AdvanceTo(NowMsLocked());
+}
+
+nvmlReturn_t Driver::WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
+  absl::MutexLock lock(&mu_);
+  if (machine_ == nullptr) return NVML_ERROR_UNINITIALIZED;
+  if (machine_->events().Find(set) == nullptr || data == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  const uint64_t generation = generation_;
+  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
+  nvmlReturn_t result = NVML_ERROR_TIMEOUT;
+  ++waiters_;
+  while (true) {
+    if (machine_ == nullptr || generation_ != generation) {
+      result = NVML_ERROR_UNINITIALIZED;
+      break;
+    }
+    const uint64_t version = machine_->events().version();
+    SyncLocked();
+    if (machine_->events().version() != version && waiters_ > 1) cv_.SignalAll();
+    nvmlEventSet_st* live = machine_->events().Find(set);
+    if (live == nullptr) {
+      result = NVML_ERROR_INVALID_ARGUMENT;
+      break;
+    }
+    if (EventHub::Pop(*live, data)) {
+      result = NVML_SUCCESS;
+      break;
+    }
+    const auto now = SteadyClock::now();
+    if (now >= deadline) break;
+    auto wake = deadline;
+    if (control_) wake = std::min(wake, now + kControlPoll);
+    if (const std::optional<int64_t> due = machine_->NextDueMs(); due && time_scale_ > 0) {
+      const double real_ms = static_cast<double>(*due - NowMsLocked()) / time_scale_;
+      const auto until_due =
+          std::chrono::microseconds(static_cast<int64_t>(std::clamp(real_ms, 0.0, 1e9) * 1000) + 1);
+      wake = std::min(wake, now + until_due);
+    }
+    cv_.WaitWithTimeout(&mu_, absl::FromChrono(wake - now));
+  }
+  --waiters_;
+  return result;
+}
+
+}  // namespace gpuop::fakenvml

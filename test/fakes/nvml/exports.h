@@ -1,0 +1,68 @@
+#ifndef GPUOP_TEST_FAKES_NVML_EXPORTS_H_
+#define GPUOP_TEST_FAKES_NVML_EXPORTS_H_
+
+// The C entry points of the fake libnvidia-ml.so.1, declared from the same X-macros the NVML
+// backend resolves with dlsym (hw/nvml/nvml_functions.h), so a definition whose signature drifts
+// from the project's declaration does not compile. Only these symbols are exported (the library
+// is built with -fvisibility=hidden and a version script). Also the helpers the export files
+// share.
+
+#include <string>
+
+#include "hw/nvml/nvml_abi.h"
+#include "hw/nvml/nvml_functions.h"
+#include "test/fakes/nvml/driver.h"
+#include "test/fakes/nvml/machine.h"
+
+#define GPUOP_FAKE_NVML_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+#define GPUOP_FAKE_NVML_DECLARE(name, params) GPUOP_FAKE_NVML_EXPORT nvmlReturn_t name params;
+GPUOP_NVML_REQUIRED_FUNCTIONS(GPUOP_FAKE_NVML_DECLARE)
+GPUOP_NVML_OPTIONAL_FUNCTIONS(GPUOP_FAKE_NVML_DECLARE)
+#undef GPUOP_FAKE_NVML_DECLARE
+
+GPUOP_FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result);
+
+// Entry points a real library also exports that gpuop does not resolve: the unversioned names
+// older consumers bind to, and a few that other NVIDIA tools use.
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlInit(void);
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags);
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count);
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index,
+                                                               nvmlDevice_t* device);
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pci_bus_id,
+                                                                     nvmlDevice_t* device);
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version);
+}  // extern "C"
+
+namespace gpuop::fakenvml {
+
+// Copies `value` and its terminating NUL; INVALID_ARGUMENT for a null buffer, INSUFFICIENT_SIZE
+// when `length` cannot hold it.
+nvmlReturn_t CopyString(const std::string& value, char* out, unsigned int length);
+
+// Runs fn(Machine&, const DeviceRef&) for a valid handle of a GPU that is not lost.
+template <typename Fn>
+nvmlReturn_t WithDevice(nvmlDevice_t device, Fn&& fn) {
+  return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
+    DeviceRef ref;
+    if (const nvmlReturn_t result = machine.Resolve(device, &ref); result != NVML_SUCCESS) {
+      return result;
+    }
+    return fn(machine, ref);
+  });
+}
+
+// As WithDevice, for queries a MIG device does not answer (NOT_SUPPORTED): fn(Machine&, GpuState&).
+template <typename Fn>
+nvmlReturn_t WithGpu(nvmlDevice_t device, Fn&& fn) {
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+    if (ref.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
+    return fn(machine, *ref.gpu);
+  });
+}
+
+}  // namespace gpuop::fakenvml
+
+#endif  // GPUOP_TEST_FAKES_NVML_EXPORTS_H_

@@ -1,0 +1,131 @@
+// Identity and memory of a device (a GPU or a MIG device).
+
+#include "test/fakes/nvml/exports.h"
+#include "test/fakes/nvml/mig.h"
+
+using gpuop::fakenvml::CopyString;
+using gpuop::fakenvml::DeviceRef;
+using gpuop::fakenvml::GpuState;
+using gpuop::fakenvml::Machine;
+using gpuop::fakenvml::MemoryUse;
+using gpuop::fakenvml::WithDevice;
+using gpuop::fakenvml::WithGpu;
+
+extern "C" {
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  return WithDevice(device, [&](Machine&, const DeviceRef& ref) {
+    return CopyString(ref.is_mig() ? ref.compute->uuid : ref.gpu->spec.uuid, uuid, length);
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) {
+    return CopyString(ref.is_mig() ? machine.MigDeviceName(*ref.compute) : ref.gpu->spec.name, name,
+                      length);
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  // A MIG device reports its parent's PCI address.
+  return WithDevice(device, [&](Machine&, const DeviceRef& ref) -> nvmlReturn_t {
+    if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *pci = Machine::PciInfo(*ref.gpu);
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *index = static_cast<unsigned int>(gpu.index);
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *minor = gpu.spec.minor_number;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch) {
+  return WithDevice(device, [&](Machine&, const DeviceRef& ref) -> nvmlReturn_t {
+    if (arch == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *arch = ref.gpu->spec.architecture;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+  return WithDevice(device, [&](Machine&, const DeviceRef& ref) -> nvmlReturn_t {
+    if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *major = ref.gpu->spec.compute_major;
+    *minor = ref.gpu->spec.compute_minor;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int length) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (serial == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpu.spec.serial.empty()) return NVML_ERROR_NOT_SUPPORTED;
+    return CopyString(gpu.spec.serial, serial, length);
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (node == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!gpu.spec.numa_node) return NVML_ERROR_NOT_SUPPORTED;
+    *node = *gpu.spec.numa_node;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  // The v1 struct counts driver-reserved memory as used.
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+    if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const MemoryUse use = machine.Memory(ref);
+    memory->total = use.total;
+    memory->used = use.reserved + use.used;
+    memory->free = use.total - memory->used;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+    if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // What the real library answers to a version that is not NVML_STRUCT_VERSION(Memory, 2).
+    if (memory->version != nvmlMemory_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
+    const MemoryUse use = machine.Memory(ref);
+    memory->total = use.total;
+    memory->reserved = use.reserved;
+    memory->used = use.used;
+    memory->free = use.total - use.reserved - use.used;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_t* infos) {
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+    if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const std::vector<nvmlProcessInfo_t> processes = machine.Processes(ref);
+    const auto needed = static_cast<unsigned int>(processes.size());
+    if (*count < needed) {
+      *count = needed;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (needed > 0 && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    std::copy(processes.begin(), processes.end(), infos);
+    *count = needed;
+    return NVML_SUCCESS;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,100 @@
+#ifndef GPUOP_TEST_FAKES_NVML_MACHINE_H_
+#define GPUOP_TEST_FAKES_NVML_MACHINE_H_
+
+// A running fake machine: the scenario's GPUs with their live state, the handles handed out, the
+// event sets, and the scenario clock. Answers with NVML return codes; the C exports only check
+// arguments and copy results out. Not thread-safe: the Driver's mutex guards every call.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "hw/nvml/nvml_abi.h"
+#include "test/fakes/nvml/events.h"
+#include "test/fakes/nvml/scenario.h"
+#include "test/fakes/nvml/state.h"
+
+namespace gpuop::fakenvml {
+
+// Clock-event (throttle) reason bits the fake derives from its state.
+inline constexpr unsigned long long kClocksEventGpuIdle = 0x1;
+inline constexpr unsigned long long kClocksEventSwPowerCap = 0x4;
+inline constexpr unsigned long long kClocksEventHwSlowdown = 0x8;
+inline constexpr unsigned long long kClocksEventHwThermalSlowdown = 0x40;
+
+// XIDs the driver reports with the faults the fake models.
+inline constexpr unsigned long long kXidDoubleBitEcc = 48;
+inline constexpr unsigned long long kXidFallenOffBus = 79;
+
+struct MemoryUse {
+  unsigned long long total = 0;  // bytes
+  unsigned long long reserved = 0;
+  unsigned long long used = 0;  // excluding reserved
+};
+
+class Machine {
+ public:
+  // Fails when the scenario's initial MIG layout does not fit.
+  static absl::StatusOr<std::unique_ptr<Machine>> Create(Scenario scenario);
+
+  const Scenario& scenario() const { return scenario_; }
+  unsigned int gpu_count() const { return static_cast<unsigned int>(gpus_.size()); }
+  GpuState& gpu(unsigned int index) { return *gpus_[index]; }
+  HandleRegistry& handles() { return handles_; }
+  EventHub& events() { return events_; }
+
+  // INVALID_ARGUMENT for a handle this machine did not hand out or has destroyed since;
+  // GPU_IS_LOST when its GPU fell off the bus.
+  nvmlReturn_t Resolve(nvmlDevice_t handle, DeviceRef* out) const;
+  nvmlReturn_t ResolveGpuInstance(nvmlGpuInstance_t handle, nvmlGpuInstance_st** out) const;
+  nvmlReturn_t ResolveComputeInstance(nvmlComputeInstance_t handle,
+                                      nvmlComputeInstance_st** out) const;
+
+  // "GPU-...", "MIG-..." or the legacy "MIG-GPU-<uuid>/<gi>/<ci>"; NOT_FOUND when unknown.
+  nvmlReturn_t FindByUuid(absl::string_view uuid, nvmlDevice_t* out) const;
+  // Any spelling ParseBusId accepts; NOT_FOUND when unknown.
+  nvmlReturn_t FindByBusId(absl::string_view bus_id, nvmlDevice_t* out) const;
+
+  // Derived readings.
+  unsigned int PowerUsageMw(const GpuState& gpu) const;
+  unsigned long long ClockEventReasons(const GpuState& gpu) const;
+  // Current clock of NVML clock type 0..3 (graphics, SM, memory, video) in MHz.
+  unsigned int ClockMhz(const GpuState& gpu, int type) const;
+  static unsigned int MaxClockMhz(const GpuState& gpu, int type);
+  MemoryUse Memory(const DeviceRef& device) const;
+  std::vector<nvmlProcessInfo_t> Processes(const DeviceRef& device) const;
+  std::vector<unsigned long long> RetiredPages(const GpuState& gpu, bool double_bit) const;
+  int CommonAncestor(const GpuState& first, const GpuState& second) const;
+  static nvmlPciInfo_t PciInfo(const GpuState& gpu);
+  nvmlPciInfo_t LinkRemotePciInfo(const LinkSpec& link) const;
+  std::string MigDeviceName(const nvmlComputeInstance_st& compute) const;
+
+  // Runs the timeline entries due by `now_ms` (scenario time) and integrates energy up to it.
+  void AdvanceTo(int64_t now_ms);
+  // When the next timeline entry is due, if any.
+  std::optional<int64_t> NextDueMs() const;
+  // Applies an action from the timeline or the control file. Returns an empty string, or why
+  // the action was ignored.
+  std::string Apply(const Action& action);
+
+ private:
+  explicit Machine(Scenario scenario);
+  void Integrate(int64_t now_ms);
+  std::string ApplyToGpu(GpuState& gpu, const Action& action);
+  void FallOffBus(GpuState& gpu);
+
+  Scenario scenario_;
+  std::vector<std::unique_ptr<GpuState>> gpus_;
+  HandleRegistry handles_;
+  EventHub events_;
+  size_t next_timed_ = 0;
+  int64_t integrated_ms_ = 0;
+};
+
+}  // namespace gpuop::fakenvml
+
+#endif  // GPUOP_TEST_FAKES_NVML_MACHINE_H_

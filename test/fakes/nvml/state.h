@@ -1,0 +1,78 @@
+#ifndef GPUOP_TEST_FAKES_NVML_STATE_H_
+#define GPUOP_TEST_FAKES_NVML_STATE_H_
+
+// The live state of a fake machine and the objects behind NVML's opaque handles. NVML declares
+// nvmlDevice_t and friends as pointers to incomplete structs; the fake completes those structs,
+// so a handle is the address of the object it names. Handles are only dereferenced after a
+// lookup in the HandleRegistry, so a stale or foreign handle is an error, not a crash.
+// Nothing here is thread-safe: the Driver's mutex guards all of it.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "hw/nvml/nvml_abi.h"
+#include "test/fakes/nvml/scenario.h"
+
+namespace gpuop::fakenvml {
+struct GpuState;
+}  // namespace gpuop::fakenvml
+
+struct nvmlDevice_st {
+  gpuop::fakenvml::GpuState* gpu = nullptr;
+  nvmlComputeInstance_st* compute = nullptr;  // set on a MIG device handle
+};
+
+struct nvmlComputeInstance_st {
+  nvmlGpuInstance_st* gpu_instance = nullptr;
+  unsigned int id = 0;
+  unsigned int slices = 0;
+  unsigned int start = 0;
+  std::string uuid;      // "MIG-..."
+  nvmlDevice_st device;  // the MIG device this compute instance is
+};
+
+struct nvmlGpuInstance_st {
+  gpuop::fakenvml::GpuState* gpu = nullptr;
+  unsigned int id = 0;
+  const gpuop::fakenvml::GiProfile* profile = nullptr;
+  unsigned int start = 0;
+  std::vector<std::unique_ptr<nvmlComputeInstance_st>> computes;  // sorted by id
+};
+
+namespace gpuop::fakenvml {
+
+struct GpuState {
+  int index = 0;
+  GpuSpec spec;
+  nvmlDevice_st handle;
+  FieldValues values{};
+  unsigned int power_limit_mw = 0;
+  double energy_mj = 0;
+  bool lost = false;
+  bool mig_enabled = false;
+  std::vector<std::unique_ptr<nvmlGpuInstance_st>> gpu_instances;  // sorted by id
+  std::vector<ProcessSpec> processes;
+
+  double value(Field field) const { return values[static_cast<int>(field)]; }
+  double& value(Field field) { return values[static_cast<int>(field)]; }
+};
+
+// Every handle the machine has handed out and not yet destroyed.
+struct HandleRegistry {
+  absl::flat_hash_set<const nvmlDevice_st*> devices;
+  absl::flat_hash_set<const nvmlGpuInstance_st*> gpu_instances;
+  absl::flat_hash_set<const nvmlComputeInstance_st*> compute_instances;
+};
+
+// What a device handle names: a whole GPU, or one MIG device on it.
+struct DeviceRef {
+  GpuState* gpu = nullptr;
+  nvmlComputeInstance_st* compute = nullptr;
+  bool is_mig() const { return compute != nullptr; }
+};
+
+}  // namespace gpuop::fakenvml
+
+#endif  // GPUOP_TEST_FAKES_NVML_STATE_H_
