@@ -72,18 +72,19 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  const double calls_per_sample =
-      static_cast<double>((*nvml)->calls() - calls_before) / samples;
+  const double calls_per_sample = static_cast<double>((*nvml)->calls() - calls_before) / samples;
   const long rss_after = ResidentKiB();
 
   std::printf("library %s, scenario %s, %zu GPUs\n", library.c_str(), scenario.c_str(),
               inventory->gpus.size());
   std::printf("inventory: %lld NVML calls, %.0f us\n", static_cast<long long>(inventory_calls),
               inventory_us);
-  std::printf("telemetry sample (all GPUs): %.0f NVML calls, p50 %.1f us, p99 %.1f us (%d samples)\n",
-              calls_per_sample, Percentile(micros, 0.5), Percentile(micros, 0.99), samples);
-  std::printf("resident memory: %ld KiB before loading, %ld KiB after loading NVML, %ld KiB "
-              "after sampling\n",
-              rss_before, rss_loaded, rss_after);
+  std::printf(
+      "telemetry sample (all GPUs): %.0f NVML calls, p50 %.1f us, p99 %.1f us (%d samples)\n",
+      calls_per_sample, Percentile(micros, 0.5), Percentile(micros, 0.99), samples);
+  std::printf(
+      "resident memory: %ld KiB before loading, %ld KiB after loading NVML, %ld KiB "
+      "after sampling\n",
+      rss_before, rss_loaded, rss_after);
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "test/fakes/sysfs/fake_sysfs.h"
 #include "test/fakes/sysfs/presets.h"
@@ -61,6 +62,25 @@ TEST(DiscoverTest, NvidiaGpusVisibleOnPciBeforeTheDriverLoads) {
   EXPECT_EQ(report->pci->GpuCount(hw::Vendor::kNvidia), 8);
   EXPECT_EQ(report->pci->NvSwitchCount(), 4);
   EXPECT_THAT(RenderTable(*report), HasSubstr("(none)"));  // no driver bound
+}
+
+TEST(DiscoverTest, NvidiaNodeThroughNvmlWithTopology) {
+  fakes::TempDir root;
+  fakes::EmptyNode(root.path());
+  setenv("GPUOP_FAKE_NVML_SCENARIO", "h100-8x-nvswitch", 1);
+  auto report = DiscoverNode({.nvml_library = GPUOP_FAKE_NVML_LIBRARY, .sysfs_root = root.path()});
+  unsetenv("GPUOP_FAKE_NVML_SCENARIO");
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->vendors.size(), 1u);
+  EXPECT_EQ(report->vendors[0].vendor, hw::Vendor::kNvidia);
+  EXPECT_EQ(report->vendors[0].inventory.gpus.size(), 8u);
+  const std::string table = RenderTable(*report);
+  EXPECT_THAT(table, HasSubstr("nvidia: 8 GPU(s), driver 570.86.15, CUDA 12.8"));
+  EXPECT_THAT(table, HasSubstr("NVIDIA H100 80GB HBM3"));
+  EXPECT_THAT(table, HasSubstr("NV18"));
+  const nlohmann::json json = RenderJson(*report);
+  EXPECT_EQ(json["vendors"][0]["inventory"]["cudaDriverVersion"], "12.8");
+  EXPECT_EQ(json["vendors"][0]["sample"]["gpus"].size(), 8u);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // exactly as the real library is.
 #include "hw/nvml/nvml_accelerator.h"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -170,19 +171,23 @@ TEST_F(NvmlAcceleratorTest, InjectedEventsArriveAndLostGpusAreReported) {
 
   Control("xid 3 79");
   Control("ecc-dbe 5");
+  // A double-bit error also raises XID 48, as the real driver does: three events in all.
   std::vector<HardwareEvent> events;
-  for (int i = 0; i < 100 && events.size() < 2; ++i) {
+  for (int i = 0; i < 100 && events.size() < 3; ++i) {
     auto got = nvml_->WaitEvents(absl::Milliseconds(100));
     ASSERT_TRUE(got.ok()) << got.status();
     events.insert(events.end(), got->begin(), got->end());
   }
-  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].kind, HardwareEvent::Kind::kXid);
   EXPECT_EQ(events[0].gpu_index, 3);
   EXPECT_EQ(events[0].xid, 79u);
   EXPECT_EQ(events[0].gpu_uuid, Discover().gpus[3].uuid);
   EXPECT_EQ(events[1].kind, HardwareEvent::Kind::kDoubleBitEcc);
   EXPECT_EQ(events[1].gpu_index, 5);
+  EXPECT_EQ(events[2].kind, HardwareEvent::Kind::kXid);
+  EXPECT_EQ(events[2].gpu_index, 5);
+  EXPECT_EQ(events[2].xid, 48u);
   auto sample = nvml_->TakeSample();
   ASSERT_TRUE(sample.ok());
   EXPECT_GE(sample->gpus[5].ecc_volatile_uncorrected.value_or(0), 1u);
@@ -204,6 +209,53 @@ TEST_F(NvmlAcceleratorTest, InjectedEventsArriveAndLostGpusAreReported) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_FALSE(sample->gpus[6].lost);
+}
+
+TEST_F(NvmlAcceleratorTest, A100MigLayoutIsDiscoveredAndReconfigurable) {
+  Open("a100-8x-mig");
+  Inventory inv = Discover();
+  ASSERT_EQ(inv.gpus.size(), 8u);
+  const Gpu& gpu0 = inv.gpus[0];
+  EXPECT_EQ(gpu0.architecture, "ampere");
+  EXPECT_TRUE(gpu0.mig_enabled);
+  std::vector<std::string> profiles;
+  for (const MigProfile& p : gpu0.mig_profiles) profiles.push_back(p.name);
+  EXPECT_THAT(profiles, ::testing::IsSupersetOf({"1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb",
+                                                 "3g.20gb", "4g.20gb", "7g.40gb"}));
+  ASSERT_EQ(gpu0.mig_devices.size(), 7u);
+  std::set<std::string> uuids;
+  for (const MigDevice& m : gpu0.mig_devices) {
+    EXPECT_EQ(m.profile, "1g.5gb");
+    EXPECT_EQ(m.uuid.rfind("MIG-", 0), 0u) << m.uuid;
+    EXPECT_EQ(m.placement_size, 1u);
+    EXPECT_EQ(m.memory_bytes, 4864ull * 1024 * 1024);
+    uuids.insert(m.uuid);
+  }
+  EXPECT_EQ(uuids.size(), 7u);
+  EXPECT_EQ(inv.gpus[1].mig_devices.size(), 2u);
+  EXPECT_FALSE(inv.gpus[4].mig_enabled);
+
+  // GPU 3 has MIG on and no instances: carve a 3g.20gb, then remove it.
+  auto created = nvml_->CreateMigDevice(3, "3g.20gb");
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->profile, "3g.20gb");
+  EXPECT_EQ(created->memory_bytes, 19968ull * 1024 * 1024);
+  EXPECT_EQ(Discover().gpus[3].mig_devices.size(), 1u);
+  auto unknown = nvml_->CreateMigDevice(3, "9g.99gb");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("offered: "));
+  ASSERT_TRUE(nvml_->DestroyMigDevice(3, created->gpu_instance_id).ok());
+  EXPECT_TRUE(Discover().gpus[3].mig_devices.empty());
+
+  // A full GPU refuses more: two 4g.20gb do not fit.
+  ASSERT_TRUE(nvml_->CreateMigDevice(3, "4g.20gb").ok());
+  EXPECT_EQ(nvml_->CreateMigDevice(3, "4g.20gb").status().code(),
+            absl::StatusCode::kResourceExhausted);
+
+  // MIG mode toggles on a GPU without instances.
+  auto pending = nvml_->SetMigMode(5, true);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_TRUE(Discover().gpus[5].mig_enabled);
 }
 
 }  // namespace
