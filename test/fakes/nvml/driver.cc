@@ -60,8 +60,10 @@ absl::StatusOr<std::string> ScenarioPath(const std::string& value) {
 }  // namespace
 
 Driver& Driver::Get() {
-  static Driver* const driver = new Driver();
-  return *driver;
+  // A static object rather than a leaked pointer: consumers dlclose the library, and the driver
+  // must go with it instead of lingering as unreachable memory.
+  static Driver driver;
+  return driver;
 }
 
 absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
