@@ -1,0 +1,125 @@
+#include "agent/deviceplugin/resources.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpuop::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+hw::Gpu Nvidia(int index, bool mig = false, std::vector<std::string> profiles = {}) {
+  hw::Gpu g{.vendor = hw::Vendor::kNvidia,
+            .index = index,
+            .uuid = absl::StrCat("GPU-", index),
+            .pci_bus_id = absl::StrCat("0000:0", index, ":00.0"),
+            .numa_node = index / 4,
+            .mig_capable = true,
+            .mig_enabled = mig};
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    g.mig_devices.push_back({.uuid = absl::StrCat("MIG-", index, "-", i), .profile = profiles[i]});
+  }
+  return g;
+}
+
+std::vector<std::string> Ids(const ResourcePlan& plan, const std::string& resource) {
+  std::vector<std::string> ids;
+  if (auto it = plan.resources.find(resource); it != plan.resources.end()) {
+    for (const auto& d : it->second) ids.push_back(d.id);
+  }
+  return ids;
+}
+
+TEST(PlanResourcesTest, NoneAdvertisesWholeGpusAndWarnsAboutMigOnes) {
+  auto plan = PlanResources({Nvidia(0), Nvidia(1, true, {"1g.10gb"})}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-0"});
+  ASSERT_EQ(plan->warnings.size(), 1u);
+  EXPECT_THAT(plan->warnings[0], HasSubstr("GPU 1"));
+  const PluginDevice& d = plan->resources.at("nvidia.com/gpu")[0];
+  EXPECT_EQ(d.cdi_name, "nvidia.com/gpu=GPU-0");
+  EXPECT_EQ(d.numa_node, 0);
+}
+
+TEST(PlanResourcesTest, MixedNamesResourcesByProfile) {
+  auto plan = PlanResources({Nvidia(0, true, {"1g.10gb", "1g.10gb", "3g.40gb"}),
+                             Nvidia(1, true, {"1g.5gb+me"}), Nvidia(2)},
+                            {.mig_strategy = MigStrategy::kMixed});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-1g.10gb"), (std::vector<std::string>{"MIG-0-0", "MIG-0-1"}));
+  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-3g.40gb"), std::vector<std::string>{"MIG-0-2"});
+  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-1g.5gb.me"), std::vector<std::string>{"MIG-1-0"});
+  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-2"});
+  EXPECT_TRUE(plan->resources.at("nvidia.com/mig-1g.10gb")[0].mig);
+  EXPECT_EQ(plan->resources.at("nvidia.com/mig-1g.10gb")[0].cdi_name, "nvidia.com/gpu=MIG-0-0");
+}
+
+TEST(PlanResourcesTest, SingleNeedsOneProfileEverywhere) {
+  auto plan = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true, {"1g.10gb"})},
+                            {.mig_strategy = MigStrategy::kSingle});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), (std::vector<std::string>{"MIG-0-0", "MIG-1-0"}));
+
+  auto two_profiles = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true, {"2g.20gb"})},
+                                    {.mig_strategy = MigStrategy::kSingle});
+  EXPECT_EQ(two_profiles.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(two_profiles.status().message()), HasSubstr("1g.10gb, 2g.20gb"));
+  auto mig_off = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1)},
+                               {.mig_strategy = MigStrategy::kSingle});
+  EXPECT_THAT(std::string(mig_off.status().message()), HasSubstr("GPU 1 (GPU-1) has MIG disabled"));
+}
+
+TEST(PlanResourcesTest, TimeSlicingPerGpuReplicas) {
+  DevicePluginConfig config;
+  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 2, .devices = {"0"}},
+                         {.resource = "nvidia.com/gpu", .replicas = 3, .devices = {"GPU-1"}}};
+  auto plan = PlanResources({Nvidia(0), Nvidia(1), Nvidia(2)}, config);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"),
+              ::testing::UnorderedElementsAre("GPU-0::0", "GPU-0::1", "GPU-1::0", "GPU-1::1",
+                                              "GPU-1::2", "GPU-2"));
+  EXPECT_EQ(plan->Replicas("nvidia.com/gpu"), 3);
+  for (const auto& d : plan->resources.at("nvidia.com/gpu")) {
+    if (d.gpu_index == 1) {
+      EXPECT_EQ(d.replicas, 3);
+    }
+    EXPECT_EQ(d.cdi_name, "nvidia.com/gpu=" + d.physical_id);
+  }
+}
+
+TEST(PlanResourcesTest, TimeSlicingRenamesToShared) {
+  DevicePluginConfig config{.rename_by_default = true};
+  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 4}};
+  auto plan = PlanResources({Nvidia(0), Nvidia(1)}, config);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->resources.contains("nvidia.com/gpu"));
+  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu.shared").size(), 8u);
+}
+
+TEST(PlanResourcesTest, RuleForAMissingDeviceIsAnError) {
+  DevicePluginConfig config;
+  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 2, .devices = {"7"}}};
+  auto plan = PlanResources({Nvidia(0)}, config);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("sharing.timeSlicing.resources[0].devices: \"7\""));
+}
+
+TEST(PlanResourcesTest, AmdGpusByPciAddress) {
+  hw::Gpu amd{
+      .vendor = hw::Vendor::kAmd, .index = 0, .uuid = "0x1234", .pci_bus_id = "0000:19:00.0"};
+  auto plan = PlanResources({amd}, {});
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(Ids(*plan, "amd.com/gpu"), std::vector<std::string>{"0000:19:00.0"});
+  EXPECT_EQ(plan->resources.at("amd.com/gpu")[0].cdi_name, "amd.com/gpu=0000:19:00.0");
+}
+
+TEST(PlanResourcesTest, MigResourceNames) {
+  EXPECT_EQ(MigResourceName("1g.10gb"), "nvidia.com/mig-1g.10gb");
+  EXPECT_EQ(MigResourceName("1g.10gb+me"), "nvidia.com/mig-1g.10gb.me");
+}
+
+}  // namespace
+}  // namespace gpuop::agent
