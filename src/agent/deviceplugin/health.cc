@@ -1,0 +1,123 @@
+#include "agent/deviceplugin/health.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpuop::agent {
+
+bool HealthTracker::Expired(const Condition& c, absl::Time now) const {
+  return policy_.recover_after > absl::ZeroDuration() && now - c.last >= policy_.recover_after;
+}
+
+void HealthTracker::Set(std::optional<Condition>& slot, const std::string& reason, absl::Time now) {
+  if (slot.has_value()) {
+    slot->reason = reason;
+    slot->last = now;
+  } else {
+    slot = Condition{.reason = reason, .since = now, .last = now};
+  }
+}
+
+bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
+  absl::MutexLock lock(&mu_);
+  bool changed = false;
+  for (const auto& e : events) {
+    if (e.gpu_uuid.empty()) continue;
+    GpuHealth& gpu = gpus_[e.gpu_uuid];
+    const absl::Time at = e.time == absl::Time() ? clock_.Now() : e.time;
+    switch (e.kind) {
+      case hw::HardwareEvent::Kind::kXid: {
+        if (policy_.ignored_xids.contains(e.xid)) break;
+        const std::string reason = absl::StrCat("XID ", e.xid);
+        if (e.gpu_instance_id.has_value()) {
+          auto [it, inserted] = gpu.instances.try_emplace(
+              *e.gpu_instance_id, Condition{.reason = reason, .since = at, .last = at});
+          if (!inserted) it->second.last = at;
+          changed = changed || inserted;
+        } else {
+          changed = changed || !gpu.event.has_value();
+          Set(gpu.event, reason, at);
+        }
+        break;
+      }
+      case hw::HardwareEvent::Kind::kDoubleBitEcc:
+        changed = changed || !gpu.event.has_value();
+        Set(gpu.event, "double-bit ECC error", at);
+        break;
+      case hw::HardwareEvent::Kind::kGpuLost:
+        changed = changed || !gpu.lost.has_value();
+        Set(gpu.lost, "GPU lost", at);
+        break;
+      case hw::HardwareEvent::Kind::kSingleBitEcc:
+        break;  // Corrected: a trend signal, not a failure.
+    }
+  }
+  return changed;
+}
+
+bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sample) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_.Now();
+  bool changed = false;
+  for (const auto& s : sample.gpus) {
+    auto g = std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
+                          [&](const hw::Gpu& gpu) { return gpu.index == s.index; });
+    if (g == inventory.gpus.end()) continue;
+    const std::string& uuid = g->vendor == hw::Vendor::kAmd ? g->pci_bus_id : g->uuid;
+    GpuHealth& gpu = gpus_[uuid];
+    if (s.lost) {
+      changed = changed || !gpu.lost.has_value();
+      Set(gpu.lost, "GPU lost", now);
+      continue;
+    }
+    if (gpu.lost.has_value()) {
+      gpu.lost.reset();  // It answers again.
+      changed = true;
+    }
+    if (s.remapped_rows_failure.value_or(false)) {
+      changed = changed || !gpu.remap_failure.has_value();
+      Set(gpu.remap_failure, "row remap failure", now);
+    } else if (gpu.remap_failure.has_value()) {
+      gpu.remap_failure.reset();
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+std::optional<Unhealthy> HealthTracker::Check(const std::string& gpu_uuid,
+                                              std::optional<unsigned int> gpu_instance) const {
+  absl::MutexLock lock(&mu_);
+  auto it = gpus_.find(gpu_uuid);
+  if (it == gpus_.end()) return std::nullopt;
+  const absl::Time now = clock_.Now();
+  const GpuHealth& gpu = it->second;
+  auto report = [](const Condition& c) { return Unhealthy{.reason = c.reason, .since = c.since}; };
+  if (gpu.lost.has_value()) return report(*gpu.lost);
+  if (gpu.remap_failure.has_value()) return report(*gpu.remap_failure);
+  if (gpu.event.has_value() && !Expired(*gpu.event, now)) return report(*gpu.event);
+  if (gpu_instance.has_value()) {
+    auto inst = gpu.instances.find(*gpu_instance);
+    if (inst != gpu.instances.end() && !Expired(inst->second, now)) return report(inst->second);
+  }
+  return std::nullopt;
+}
+
+absl::Time HealthTracker::NextRecovery() const {
+  if (policy_.recover_after <= absl::ZeroDuration()) return absl::InfiniteFuture();
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_.Now();
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [uuid, gpu] : gpus_) {
+    if (gpu.event.has_value() && !Expired(*gpu.event, now)) {
+      next = std::min(next, gpu.event->last + policy_.recover_after);
+    }
+    for (const auto& [id, c] : gpu.instances) {
+      if (!Expired(c, now)) next = std::min(next, c.last + policy_.recover_after);
+    }
+  }
+  return next;
+}
+
+}  // namespace gpuop::agent

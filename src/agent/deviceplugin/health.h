@@ -1,0 +1,84 @@
+#ifndef GPUOP_AGENT_DEVICEPLUGIN_HEALTH_H_
+#define GPUOP_AGENT_DEVICEPLUGIN_HEALTH_H_
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "hw/model.h"
+
+namespace gpuop::agent {
+
+// What makes a device unhealthy and when it may return.
+struct HealthPolicy {
+  // Application errors that say nothing about the GPU (NVIDIA's device plugin ignores the same
+  // ones): graphics engine exception, page fault, GPU stopped processing, preemptive cleanup,
+  // video processor exception, context switch timeout.
+  std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  // A GPU marked unhealthy by an XID or a double-bit ECC error returns to Healthy after this long
+  // without another one. Zero keeps it unhealthy until the agent restarts (NVIDIA's behaviour).
+  absl::Duration recover_after = absl::Minutes(10);
+};
+
+// Why one device is unhealthy.
+struct Unhealthy {
+  std::string reason;  // "XID 79", "double-bit ECC error", "GPU lost", "row remap failure"
+  absl::Time since;
+};
+
+// Per-GPU (and per-MIG-instance) health from hardware events and samples.
+//
+// A GPU is unhealthy while any of its conditions holds: a critical XID or double-bit ECC error
+// within `recover_after`, a lost GPU (until a sample shows it answering again), a row-remap
+// failure (while the sample reports it). An XID attributed to a MIG instance affects only that
+// instance's device. Thread-safe.
+class HealthTracker {
+ public:
+  HealthTracker(HealthPolicy policy, const common::Clock& clock)
+      : policy_(std::move(policy)), clock_(clock) {}
+
+  // Folds in events; returns true when some device's health changed.
+  bool Observe(const std::vector<hw::HardwareEvent>& events);
+  // Folds in a sample of `inventory`'s GPUs; returns true when some device's health changed.
+  bool Observe(const hw::Inventory& inventory, const hw::Sample& sample);
+
+  // Why the device with physical id `uuid` (a GPU UUID, MIG UUID or PCI address) is unhealthy,
+  // or nullopt when it is healthy. `gpu_uuid` is its GPU (equal to `uuid` for a whole GPU);
+  // `gpu_instance` identifies a MIG device's instance.
+  std::optional<Unhealthy> Check(const std::string& gpu_uuid,
+                                 std::optional<unsigned int> gpu_instance = std::nullopt) const;
+
+  // When the next recovery is due (for a timer), or InfiniteFuture.
+  absl::Time NextRecovery() const;
+
+ private:
+  struct Condition {
+    std::string reason;
+    absl::Time since;
+    absl::Time last;  // the latest occurrence
+  };
+  struct GpuHealth {
+    std::optional<Condition> event;  // XID / ECC, recovers after quiet time
+    std::optional<Condition> lost;
+    std::optional<Condition> remap_failure;
+    std::map<unsigned int, Condition> instances;  // MIG-attributed XIDs by GPU instance
+  };
+
+  bool Expired(const Condition& c, absl::Time now) const;
+  static void Set(std::optional<Condition>& slot, const std::string& reason, absl::Time now);
+
+  const HealthPolicy policy_;
+  const common::Clock& clock_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, GpuHealth> gpus_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gpuop::agent
+
+#endif  // GPUOP_AGENT_DEVICEPLUGIN_HEALTH_H_

@@ -1,0 +1,76 @@
+#include "agent/deviceplugin/health.h"
+
+#include <gtest/gtest.h>
+
+#include "common/fake_clock.h"
+
+namespace gpuop::agent {
+namespace {
+
+hw::HardwareEvent Xid(const std::string& uuid, uint64_t xid,
+                      std::optional<unsigned int> gi = std::nullopt) {
+  return {
+      .kind = hw::HardwareEvent::Kind::kXid, .gpu_uuid = uuid, .xid = xid, .gpu_instance_id = gi};
+}
+
+class HealthTrackerTest : public ::testing::Test {
+ protected:
+  common::FakeClock clock_;
+};
+
+TEST_F(HealthTrackerTest, IgnoredXidsLeaveTheGpuHealthy) {
+  HealthTracker health({}, clock_);
+  EXPECT_FALSE(health.Observe({Xid("GPU-a", 13), Xid("GPU-a", 31), Xid("GPU-a", 109)}));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+}
+
+TEST_F(HealthTrackerTest, CriticalXidRecoversAfterAQuietPeriod) {
+  HealthTracker health({.recover_after = absl::Minutes(10)}, clock_);
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 79)}));
+  auto bad = health.Check("GPU-a");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->reason, "XID 79");
+  EXPECT_FALSE(health.Check("GPU-b").has_value());
+  clock_.Advance(absl::Minutes(6));
+  EXPECT_FALSE(health.Observe({Xid("GPU-a", 94)}));  // still unhealthy: no change
+  EXPECT_EQ(health.Check("GPU-a")->reason, "XID 94");
+  EXPECT_EQ(health.NextRecovery(), clock_.Now() + absl::Minutes(10));
+  clock_.Advance(absl::Minutes(10));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+}
+
+TEST_F(HealthTrackerTest, ZeroRecoveryNeverRecovers) {
+  HealthTracker health({.recover_after = absl::ZeroDuration()}, clock_);
+  health.Observe({{.kind = hw::HardwareEvent::Kind::kDoubleBitEcc, .gpu_uuid = "GPU-a"}});
+  clock_.Advance(absl::Hours(1000));
+  EXPECT_EQ(health.Check("GPU-a")->reason, "double-bit ECC error");
+  EXPECT_EQ(health.NextRecovery(), absl::InfiniteFuture());
+}
+
+TEST_F(HealthTrackerTest, MigAttributedXidAffectsOnlyItsInstance) {
+  HealthTracker health({}, clock_);
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 94, 3)}));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());  // the GPU as a whole
+  EXPECT_TRUE(health.Check("GPU-a", 3).has_value());
+  EXPECT_FALSE(health.Check("GPU-a", 4).has_value());
+}
+
+TEST_F(HealthTrackerTest, LostGpuReturnsWhenItAnswers) {
+  HealthTracker health({.recover_after = absl::ZeroDuration()}, clock_);
+  hw::Inventory inv;
+  inv.gpus.push_back({.vendor = hw::Vendor::kNvidia, .index = 0, .uuid = "GPU-a"});
+  hw::Sample lost{.gpus = {{.index = 0, .lost = true}}};
+  EXPECT_TRUE(health.Observe(inv, lost));
+  EXPECT_EQ(health.Check("GPU-a")->reason, "GPU lost");
+  hw::Sample back{.gpus = {{.index = 0}}};
+  EXPECT_TRUE(health.Observe(inv, back));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+
+  hw::Sample remap{.gpus = {{.index = 0, .remapped_rows_failure = true}}};
+  EXPECT_TRUE(health.Observe(inv, remap));
+  EXPECT_EQ(health.Check("GPU-a")->reason, "row remap failure");
+  EXPECT_FALSE(health.Observe(inv, remap));
+}
+
+}  // namespace
+}  // namespace gpuop::agent
