@@ -16,8 +16,10 @@ PluginDevice WholeGpu(const hw::Gpu& gpu) {
           .physical_id = id,
           .vendor = gpu.vendor,
           .gpu_index = gpu.index,
+          .gpu_id = id,
           .numa_node = gpu.numa_node,
-          .cdi_name = absl::StrCat(amd ? "amd.com/gpu=" : "nvidia.com/gpu=", id)};
+          .cdi_name = absl::StrCat(amd ? "amd.com/gpu=" : "nvidia.com/gpu=", id),
+          .device_nodes = gpu.device_nodes};
 }
 
 PluginDevice MigDevice(const hw::Gpu& gpu, const hw::MigDevice& mig) {
@@ -25,7 +27,9 @@ PluginDevice MigDevice(const hw::Gpu& gpu, const hw::MigDevice& mig) {
           .physical_id = mig.uuid,
           .vendor = gpu.vendor,
           .gpu_index = gpu.index,
+          .gpu_id = gpu.uuid,
           .mig = true,
+          .gpu_instance_id = mig.gpu_instance_id,
           .numa_node = gpu.numa_node,
           .cdi_name = absl::StrCat("nvidia.com/gpu=", mig.uuid)};
 }

@@ -21,11 +21,15 @@ struct PluginDevice {
   // What the container gets: the GPU or MIG UUID (AMD: PCI address).
   std::string physical_id;
   hw::Vendor vendor = hw::Vendor::kNvidia;
-  int gpu_index = 0;  // the GPU it is on
+  int gpu_index = 0;   // the GPU it is on
+  std::string gpu_id;  // that GPU's UUID (AMD: PCI address), for health
   bool mig = false;
+  std::optional<unsigned int> gpu_instance_id;  // MIG devices
   std::optional<int> numa_node;
   // Fully qualified CDI device name ("nvidia.com/gpu=GPU-...").
   std::string cdi_name;
+  // Device nodes to pass without CDI (AMD: /dev/kfd and the DRM nodes).
+  std::vector<std::string> device_nodes;
   int replica = 0;
   int replicas = 1;  // > 1 when time-sliced
 };

@@ -1,0 +1,246 @@
+#include "agent/deviceplugin/plugin_server.h"
+
+#include <algorithm>
+#include <set>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace gpuop::agent {
+namespace {
+
+constexpr char kApiVersion[] = "v1beta1";
+constexpr char kHealthy[] = "Healthy";
+constexpr char kUnhealthy[] = "Unhealthy";
+
+grpc::Status Invalid(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+}  // namespace
+
+ResourceServer::ResourceServer(ResourceServerOptions options) : options_(std::move(options)) {}
+
+ResourceServer::~ResourceServer() { Stop(); }
+
+std::string ResourceServer::SocketName(const std::string& resource) {
+  return absl::StrCat("gpuop-", absl::StrReplaceAll(resource, {{"/", "-"}, {"+", "-"}}), ".sock");
+}
+
+std::filesystem::path ResourceServer::socket_path() const {
+  return options_.plugin_dir / SocketName(options_.resource);
+}
+
+bool ResourceServer::serving() const {
+  absl::MutexLock lock(&mu_);
+  return server_ != nullptr;
+}
+
+int64_t ResourceServer::updates_sent() const {
+  absl::MutexLock lock(&mu_);
+  return updates_sent_;
+}
+
+absl::Status ResourceServer::Start() {
+  absl::MutexLock lock(&mu_);
+  if (server_ != nullptr) return absl::OkStatus();
+  const std::filesystem::path path = socket_path();
+  std::error_code ec;
+  std::filesystem::remove(path, ec);  // A socket left by an earlier run of the agent.
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat("unix://", path.string()),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(this);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("device plugin ", options_.resource, ": cannot serve on ", path.string()));
+  }
+  stopping_ = false;
+  return absl::OkStatus();
+}
+
+void ResourceServer::Stop() {
+  std::unique_ptr<grpc::Server> server;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // Wakes ListAndWatch handlers so Shutdown does not wait on them.
+    server = std::move(server_);
+  }
+  if (server != nullptr) {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server->Wait();
+    std::error_code ec;
+    std::filesystem::remove(socket_path(), ec);
+  }
+}
+
+absl::Status ResourceServer::Register(const std::filesystem::path& kubelet_socket) {
+  auto channel = grpc::CreateChannel(absl::StrCat("unix://", kubelet_socket.string()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest request;
+  request.set_version(kApiVersion);
+  request.set_endpoint(SocketName(options_.resource));
+  request.set_resource_name(options_.resource);
+  request.mutable_options()->set_get_preferred_allocation_available(true);
+  v1beta1::Empty response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status status = stub->Register(&context, request, &response);
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat("register ", options_.resource,
+                                               " with the kubelet at ", kubelet_socket.string(),
+                                               ": ", status.error_message()));
+  }
+  return absl::OkStatus();
+}
+
+void ResourceServer::SetDevices(std::vector<AdvertisedDevice> devices, Topology topology) {
+  absl::MutexLock lock(&mu_);
+  bool same = devices.size() == devices_.size();
+  for (size_t i = 0; same && i < devices.size(); ++i) {
+    same = devices[i].device.id == devices_[i].device.id &&
+           devices[i].healthy == devices_[i].healthy &&
+           devices[i].device.numa_node == devices_[i].device.numa_node;
+  }
+  devices_ = std::move(devices);
+  topology_ = std::move(topology);
+  if (!same) ++version_;
+}
+
+v1beta1::ListAndWatchResponse ResourceServer::ListLocked() const {
+  v1beta1::ListAndWatchResponse list;
+  for (const auto& d : devices_) {
+    v1beta1::Device* device = list.add_devices();
+    device->set_id(d.device.id);
+    device->set_health(d.healthy ? kHealthy : kUnhealthy);
+    if (d.device.numa_node.has_value() && *d.device.numa_node >= 0) {
+      device->mutable_topology()->add_nodes()->set_id(*d.device.numa_node);
+    }
+  }
+  return list;
+}
+
+grpc::Status ResourceServer::GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                                    v1beta1::DevicePluginOptions* response) {
+  response->set_get_preferred_allocation_available(true);
+  response->set_pre_start_required(false);
+  return grpc::Status::OK;
+}
+
+grpc::Status ResourceServer::ListAndWatch(
+    grpc::ServerContext* context, const v1beta1::Empty*,
+    grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
+  uint64_t sent_version = 0;
+  bool first = true;
+  while (true) {
+    v1beta1::ListAndWatchResponse list;
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return first || stopping_ || version_ != sent_version || context->IsCancelled();
+      };
+      // The cancellation check needs a periodic look: gRPC does not signal our mutex.
+      while (!mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(200))) {
+      }
+      if (stopping_ || context->IsCancelled()) return grpc::Status::OK;
+      list = ListLocked();
+      sent_version = version_;
+      first = false;
+      ++updates_sent_;
+    }
+    if (!writer->Write(list)) return grpc::Status::OK;  // The kubelet went away.
+  }
+}
+
+grpc::Status ResourceServer::GetPreferredAllocation(
+    grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
+    v1beta1::PreferredAllocationResponse* response) {
+  std::vector<PluginDevice> devices;
+  Topology topology;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& d : devices_) devices.push_back(d.device);
+    topology = topology_;
+  }
+  for (const auto& container : request->container_requests()) {
+    std::vector<std::string> available(container.available_deviceids().begin(),
+                                       container.available_deviceids().end());
+    std::vector<std::string> must(container.must_include_deviceids().begin(),
+                                  container.must_include_deviceids().end());
+    absl::StatusOr<std::vector<std::string>> ids =
+        PreferredAllocation(devices, topology, available, must, container.allocation_size());
+    if (!ids.ok()) {
+      return Invalid(absl::StrCat("preferred allocation of ", options_.resource, ": ",
+                                  ids.status().message()));
+    }
+    auto* out = response->add_container_responses();
+    for (const auto& id : *ids) out->add_deviceids(id);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ResourceServer::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
+                                      v1beta1::AllocateResponse* response) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& container : request->container_requests()) {
+    std::vector<const PluginDevice*> chosen;
+    for (const auto& id : container.devices_ids()) {
+      auto it = std::find_if(devices_.begin(), devices_.end(),
+                             [&](const AdvertisedDevice& d) { return d.device.id == id; });
+      if (it == devices_.end()) {
+        return Invalid(
+            absl::StrCat("allocate ", options_.resource, ": unknown device \"", id, "\""));
+      }
+      chosen.push_back(&it->device);
+    }
+    if (options_.fail_requests_greater_than_one && chosen.size() > 1 &&
+        std::any_of(chosen.begin(), chosen.end(),
+                    [](const PluginDevice* d) { return d->replicas > 1; })) {
+      return Invalid(absl::StrCat("allocate ", options_.resource, ": ", chosen.size(),
+                                  " shared devices requested; this node allows one per container "
+                                  "(failRequestsGreaterThanOne)"));
+    }
+    // Replicas of one GPU are the same device to the container.
+    std::vector<const PluginDevice*> physical;
+    std::set<std::string> seen;
+    for (const auto* d : chosen) {
+      if (seen.insert(d->physical_id).second) physical.push_back(d);
+    }
+    auto* out = response->add_container_responses();
+    const bool cdi = options_.device_list_strategy != DeviceListStrategy::kEnvVar;
+    const bool env = options_.device_list_strategy != DeviceListStrategy::kCdi;
+    if (cdi) {
+      for (const auto* d : physical) out->add_cdi_devices()->set_name(d->cdi_name);
+    }
+    if (env && !physical.empty() && physical.front()->vendor == hw::Vendor::kNvidia) {
+      // The NVIDIA container runtime reads this and adds the devices itself.
+      std::vector<std::string> ids;
+      for (const auto* d : physical) ids.push_back(d->physical_id);
+      (*out->mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(ids, ",");
+    } else if (env) {
+      // Other vendors: the device nodes themselves (shared ones such as /dev/kfd once).
+      std::set<std::string> nodes;
+      for (const auto* d : physical) nodes.insert(d->device_nodes.begin(), d->device_nodes.end());
+      for (const auto& node : nodes) {
+        auto* spec = out->add_devices();
+        spec->set_container_path(node);
+        spec->set_host_path(node);
+        spec->set_permissions("rw");
+      }
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ResourceServer::PreStartContainer(grpc::ServerContext*,
+                                               const v1beta1::PreStartContainerRequest*,
+                                               v1beta1::PreStartContainerResponse*) {
+  return grpc::Status::OK;
+}
+
+}  // namespace gpuop::agent
