@@ -1,0 +1,177 @@
+#include "agent/deviceplugin/manager.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpuop::agent {
+
+DevicePluginManager::DevicePluginManager(DevicePluginManagerOptions options)
+    : options_(std::move(options)) {}
+
+DevicePluginManager::~DevicePluginManager() { Stop(); }
+
+absl::Status DevicePluginManager::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.plugin_dir, ec);
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) return absl::ErrnoToStatus(errno, "device plugins: inotify_init1");
+  if (inotify_add_watch(inotify_fd_, options_.plugin_dir.c_str(),
+                        IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) < 0) {
+    const int err = errno;
+    close(inotify_fd_);
+    inotify_fd_ = -1;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device plugins: cannot watch ", options_.plugin_dir.string(), ": ", strerror(err)));
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  thread_ = std::jthread([this](std::stop_token stop) { Run(stop); });
+  return absl::OkStatus();
+}
+
+void DevicePluginManager::Stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+    thread_.join();
+  }
+  std::map<std::string, Entry> entries;
+  {
+    absl::MutexLock lock(&mu_);
+    entries.swap(entries_);
+  }
+  for (auto& [resource, entry] : entries) entry.server->Stop();
+  if (inotify_fd_ >= 0) close(inotify_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+  inotify_fd_ = wake_fd_ = -1;
+}
+
+std::vector<AdvertisedDevice> DevicePluginManager::Advertise(
+    const std::vector<PluginDevice>& devices, const HealthTracker* health) const {
+  std::vector<AdvertisedDevice> out;
+  out.reserve(devices.size());
+  for (const auto& d : devices) {
+    const bool healthy =
+        health == nullptr || !health->Check(d.gpu_id, d.gpu_instance_id).has_value();
+    out.push_back({.device = d, .healthy = healthy});
+  }
+  return out;
+}
+
+absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const DevicePluginConfig& config,
+                                        const Topology& topology, const HealthTracker* health) {
+  std::vector<std::shared_ptr<ResourceServer>> stopped;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    topology_ = topology;
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (!plan.resources.contains(it->first)) {
+        stopped.push_back(it->second.server);
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [resource, devices] : plan.resources) {
+      Entry& entry = entries_[resource];
+      if (entry.server == nullptr) {
+        entry.server = std::make_shared<ResourceServer>(ResourceServerOptions{
+            .resource = resource,
+            .plugin_dir = options_.plugin_dir,
+            .device_list_strategy = config.device_list_strategy,
+            .fail_requests_greater_than_one = config.fail_requests_greater_than_one});
+        status.Update(entry.server->Start());
+      }
+      entry.devices = devices;
+      entry.server->SetDevices(Advertise(devices, health), topology);
+    }
+  }
+  for (auto& server : stopped) server->Stop();
+  uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));  // Register the new ones now.
+  return status;
+}
+
+void DevicePluginManager::RefreshHealth(const HealthTracker& health) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [resource, entry] : entries_) {
+    entry.server->SetDevices(Advertise(entry.devices, &health), topology_);
+  }
+}
+
+std::vector<std::string> DevicePluginManager::resources() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [resource, entry] : entries_) out.push_back(resource);
+  return out;
+}
+
+void DevicePluginManager::Reconcile() {
+  const std::filesystem::path kubelet = options_.plugin_dir / options_.kubelet_socket_name;
+  std::vector<std::pair<std::string, std::shared_ptr<ResourceServer>>> todo;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [resource, entry] : entries_) {
+      // The kubelet deleted our socket (it does so when it restarts): serve on a new one.
+      if (!std::filesystem::exists(entry.server->socket_path())) {
+        entry.server->Stop();
+        if (!entry.server->Start().ok()) continue;
+        entry.registered = false;
+      }
+      if (!entry.registered) todo.emplace_back(resource, entry.server);
+    }
+  }
+  if (todo.empty() || !std::filesystem::exists(kubelet)) return;
+  for (auto& [resource, server] : todo) {
+    // Outside the lock: the kubelet calls back into the server before Register returns.
+    if (!server->Register(kubelet).ok()) continue;
+    registrations_.fetch_add(1);
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(resource);
+    if (it != entries_.end() && it->second.server == server) it->second.registered = true;
+  }
+}
+
+void DevicePluginManager::Run(std::stop_token stop) {
+  const int retry_ms = static_cast<int>(absl::ToInt64Milliseconds(options_.retry_interval));
+  alignas(inotify_event) char buffer[4096];
+  while (!stop.stop_requested()) {
+    Reconcile();
+    bool kubelet_restarted = false;
+    pollfd fds[2] = {{.fd = inotify_fd_, .events = POLLIN, .revents = 0},
+                     {.fd = wake_fd_, .events = POLLIN, .revents = 0}};
+    if (poll(fds, 2, retry_ms) <= 0) continue;
+    if (fds[1].revents & POLLIN) {
+      uint64_t n;
+      (void)!read(wake_fd_, &n, sizeof(n));
+    }
+    if (fds[0].revents & POLLIN) {
+      ssize_t len;
+      while ((len = read(inotify_fd_, buffer, sizeof(buffer))) > 0) {
+        for (char* p = buffer; p < buffer + len;) {
+          auto* event = reinterpret_cast<inotify_event*>(p);
+          const std::string name = event->len > 0 ? event->name : "";
+          if ((event->mask & (IN_CREATE | IN_MOVED_TO)) && name == options_.kubelet_socket_name) {
+            kubelet_restarted = true;
+          }
+          p += sizeof(inotify_event) + event->len;
+        }
+      }
+    }
+    if (kubelet_restarted) {
+      // A new kubelet knows nothing of us.
+      absl::MutexLock lock(&mu_);
+      for (auto& [resource, entry] : entries_) entry.registered = false;
+    }
+  }
+}
+
+}  // namespace gpuop::agent

@@ -1,0 +1,84 @@
+#ifndef GPUOP_AGENT_DEVICEPLUGIN_MANAGER_H_
+#define GPUOP_AGENT_DEVICEPLUGIN_MANAGER_H_
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/deviceplugin/health.h"
+#include "agent/deviceplugin/plugin_server.h"
+#include "agent/deviceplugin/resources.h"
+
+namespace gpuop::agent {
+
+struct DevicePluginManagerOptions {
+  std::filesystem::path plugin_dir = "/var/lib/kubelet/device-plugins";
+  std::string kubelet_socket_name = "kubelet.sock";
+  // How often an unregistered resource retries when the kubelet is not answering.
+  absl::Duration retry_interval = absl::Seconds(1);
+};
+
+// Runs one ResourceServer per advertised resource and keeps each registered with the kubelet.
+//
+// A kubelet restart deletes every socket in the device plugin directory and re-creates
+// kubelet.sock; the manager watches the directory with inotify and, as soon as kubelet.sock
+// appears or one of its own sockets disappears, serves again on a fresh socket and registers
+// again, so the node's GPUs come back within moments rather than after a poll. Registration
+// failures are retried every retry_interval.
+//
+// Thread-safe.
+class DevicePluginManager {
+ public:
+  explicit DevicePluginManager(DevicePluginManagerOptions options);
+  ~DevicePluginManager();
+
+  // Starts watching the directory and registering. FailedPrecondition when the directory
+  // cannot be watched.
+  [[nodiscard]] absl::Status Start();
+  void Stop();
+
+  // Makes the served resources those of `plan`: new resources start serving and register,
+  // vanished ones stop, the others get their new device list. Health comes from `health` (all
+  // healthy when null).
+  [[nodiscard]] absl::Status Apply(const ResourcePlan& plan, const DevicePluginConfig& config,
+                                   const Topology& topology, const HealthTracker* health);
+  // Re-reads health for the devices already served (after hardware events).
+  void RefreshHealth(const HealthTracker& health);
+
+  std::vector<std::string> resources() const;
+  // Successful Register calls so far, over all resources.
+  int registrations() const { return registrations_.load(); }
+
+ private:
+  struct Entry {
+    std::shared_ptr<ResourceServer> server;
+    std::vector<PluginDevice> devices;
+    bool registered = false;
+  };
+
+  void Run(std::stop_token stop);
+  // Re-serves resources whose socket is gone and registers the unregistered ones.
+  void Reconcile();
+  std::vector<AdvertisedDevice> Advertise(const std::vector<PluginDevice>& devices,
+                                          const HealthTracker* health) const;
+
+  const DevicePluginManagerOptions options_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  Topology topology_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> registrations_{0};
+  int inotify_fd_ = -1;
+  int wake_fd_ = -1;
+  std::jthread thread_;
+};
+
+}  // namespace gpuop::agent
+
+#endif  // GPUOP_AGENT_DEVICEPLUGIN_MANAGER_H_
