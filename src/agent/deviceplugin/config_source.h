@@ -1,0 +1,58 @@
+#ifndef GPUOP_AGENT_DEVICEPLUGIN_CONFIG_SOURCE_H_
+#define GPUOP_AGENT_DEVICEPLUGIN_CONFIG_SOURCE_H_
+
+#include <filesystem>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/deviceplugin/config.h"
+
+namespace gpuop::agent {
+
+// Where the device plugin's configuration comes from: a directory holding one file per named
+// configuration (a ConfigMap mounted as a volume), the name chosen per node by the label
+// nvidia.com/device-plugin.config (NVIDIA's convention), falling back to a default name.
+//
+// The kubelet updates a ConfigMap volume by swapping a symlink, so the directory is watched as a
+// whole; Changed() tells the caller whether anything arrived since the last call.
+//
+// Thread-safe.
+class ConfigSource {
+ public:
+  static constexpr char kNodeLabel[] = "nvidia.com/device-plugin.config";
+
+  // `dir` empty: no files, the default configuration. `default_name` is used when the node has
+  // no label (or an empty one).
+  ConfigSource(std::filesystem::path dir, std::string default_name);
+  ~ConfigSource();
+
+  // Starts watching the directory (when there is one).
+  [[nodiscard]] absl::Status Watch();
+  // A file descriptor that becomes readable when the directory changes (-1 without a watch).
+  int fd() const { return fd_; }
+  // Drains pending notifications; true when there were any.
+  bool Changed();
+
+  // Selects the configuration named by the node's label value ("" for the default).
+  void SetSelected(std::string name);
+  std::string selected() const;
+
+  // Reads and parses the selected configuration. A missing directory is the default
+  // configuration; a missing selected file is NotFound naming the file and the choices; a
+  // malformed one is InvalidArgument from ParseDevicePluginConfig. Callers keep the last good
+  // configuration when this fails, so a bad edit never replaces a good one.
+  [[nodiscard]] absl::StatusOr<DevicePluginConfig> Load() const;
+
+ private:
+  const std::filesystem::path dir_;
+  const std::string default_name_;
+  mutable absl::Mutex mu_;
+  std::string selected_ ABSL_GUARDED_BY(mu_);
+  int fd_ = -1;
+};
+
+}  // namespace gpuop::agent
+
+#endif  // GPUOP_AGENT_DEVICEPLUGIN_CONFIG_SOURCE_H_
