@@ -1,0 +1,81 @@
+#ifndef GPUOP_AGENT_DEVICEPLUGIN_AGENT_H_
+#define GPUOP_AGENT_DEVICEPLUGIN_AGENT_H_
+
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/deviceplugin/config_source.h"
+#include "agent/deviceplugin/health.h"
+#include "agent/deviceplugin/manager.h"
+#include "common/clock.h"
+#include "hw/accelerator.h"
+
+namespace gpuop::agent {
+
+struct DevicePluginAgentOptions {
+  DevicePluginManagerOptions manager;
+  HealthPolicy health;
+  // How often the slow signals are sampled (GPU lost, row-remap failure); events (XIDs, ECC,
+  // GPU lost) arrive as they happen.
+  absl::Duration sample_interval = absl::Seconds(10);
+  // Longest single wait for hardware events, which bounds how long Stop() takes.
+  absl::Duration event_wait = absl::Milliseconds(500);
+  const common::Clock* clock = &common::Clock::Real();
+};
+
+// The `gpuop-agent device-plugin` component: discovers the GPUs, plans resources from the
+// configuration, serves them to the kubelet (DevicePluginManager) and keeps their health
+// current: hardware events mark devices unhealthy at once, samples notice lost GPUs and
+// row-remap failures, and devices return to Healthy when their condition clears.
+// A configuration change (file or node label) re-plans without a restart; a configuration
+// that fails to load or plan keeps the last good one in service and is reported.
+//
+// Thread-safe.
+class DevicePluginAgent {
+ public:
+  DevicePluginAgent(std::vector<hw::Accelerator*> accelerators, ConfigSource& config,
+                    DevicePluginAgentOptions options);
+  ~DevicePluginAgent();
+
+  // Discovers, plans, serves and registers; then watches. Fails only when nothing can be
+  // served at all (no configuration ever loaded, discovery failed).
+  [[nodiscard]] absl::Status Start();
+  void Stop();
+
+  // Re-discovers the GPUs, reloads the configuration and applies the new plan (after a MIG
+  // change, a configuration edit or a node label change).
+  [[nodiscard]] absl::Status Replan();
+
+  // The latest problem that did not stop the agent (a rejected configuration), or OK.
+  absl::Status last_error() const;
+  DevicePluginConfig config() const;
+  ResourcePlan plan() const;
+  const HealthTracker& health() const { return health_; }
+  DevicePluginManager& manager() { return manager_; }
+
+ private:
+  void WatchEvents(std::stop_token stop, hw::Accelerator* accelerator);
+  void WatchConfigAndSamples(std::stop_token stop);
+  void Sample();
+
+  std::vector<hw::Accelerator*> accelerators_;
+  ConfigSource& source_;
+  const DevicePluginAgentOptions options_;
+  HealthTracker health_;
+  DevicePluginManager manager_;
+  mutable absl::Mutex mu_;
+  std::optional<DevicePluginConfig> config_ ABSL_GUARDED_BY(mu_);
+  ResourcePlan plan_ ABSL_GUARDED_BY(mu_);
+  std::vector<hw::Inventory> inventories_ ABSL_GUARDED_BY(mu_);  // per accelerator
+  absl::Status last_error_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::jthread> threads_;
+};
+
+}  // namespace gpuop::agent
+
+#endif  // GPUOP_AGENT_DEVICEPLUGIN_AGENT_H_

@@ -1,0 +1,223 @@
+// The device plugin against the fake kubelet (real gRPC) and the fake NVML library (real
+// dlopen): registration, device lists, allocation, topology, MIG strategies, time-slicing,
+// health that recovers, configuration reloads and kubelet restarts.
+#include "agent/deviceplugin/agent.h"
+
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "common/files.h"
+#include "hw/nvml/nvml_accelerator.h"
+#include "test/fakes/kubelet/fake_kubelet.h"
+#include "test/fakes/sysfs/fake_sysfs.h"
+
+namespace gpuop::agent {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+constexpr absl::Duration kWait = absl::Seconds(20);
+
+class DevicePluginAgentTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    agent_.reset();
+    kubelet_.reset();
+    nvml_.reset();
+    unsetenv("GPUOP_FAKE_NVML_SCENARIO");
+    unsetenv("GPUOP_FAKE_NVML_CONTROL");
+  }
+
+  // Starts the fake kubelet, a fake NVML machine and the agent with `config` (YAML).
+  void Start(const char* scenario, const std::string& config = "", HealthPolicy health = {}) {
+    control_ = dir_.path() / "nvml-control";
+    std::ofstream(control_).flush();
+    setenv("GPUOP_FAKE_NVML_SCENARIO", scenario, 1);
+    setenv("GPUOP_FAKE_NVML_CONTROL", control_.c_str(), 1);
+    auto nvml = hw::NvmlAccelerator::Open({.library_path = GPUOP_FAKE_NVML_LIBRARY});
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    nvml_ = *std::move(nvml);
+
+    plugin_dir_ = dir_.path() / "device-plugins";
+    kubelet_ = std::make_unique<fakes::FakeKubelet>(fakes::FakeKubeletOptions{
+        .device_plugin_dir = plugin_dir_.string(),
+        .pod_resources_socket = (dir_.path() / "pod-resources.sock").string()});
+    ASSERT_TRUE(kubelet_->Start().ok());
+
+    config_dir_ = dir_.path() / "config";
+    ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default", config).ok());
+    source_ = std::make_unique<ConfigSource>(config_dir_, "default");
+    agent_ = std::make_unique<DevicePluginAgent>(
+        std::vector<hw::Accelerator*>{nvml_.get()}, *source_,
+        DevicePluginAgentOptions{.manager = {.plugin_dir = plugin_dir_},
+                                 .health = health,
+                                 .sample_interval = absl::Milliseconds(50),
+                                 .event_wait = absl::Milliseconds(50)});
+    const absl::Status started = agent_->Start();
+    ASSERT_TRUE(started.ok()) << started;
+  }
+
+  void Control(const std::string& line) { std::ofstream(control_, std::ios::app) << line << "\n"; }
+
+  fakes::TempDir dir_;
+  std::filesystem::path control_, plugin_dir_, config_dir_;
+  std::unique_ptr<hw::NvmlAccelerator> nvml_;
+  std::unique_ptr<fakes::FakeKubelet> kubelet_;
+  std::unique_ptr<ConfigSource> source_;
+  std::unique_ptr<DevicePluginAgent> agent_;
+};
+
+TEST_F(DevicePluginAgentTest, RegistersAndAdvertisesEveryGpuWithNuma) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  auto resource = kubelet_->Resource("nvidia.com/gpu");
+  ASSERT_TRUE(resource.ok());
+  EXPECT_TRUE(resource->options.get_preferred_allocation_available());
+  EXPECT_EQ(resource->endpoint, "gpuop-nvidia.com-gpu.sock");
+  for (const auto& d : resource->devices) {
+    EXPECT_EQ(d.id.rfind("GPU-", 0), 0u);
+    ASSERT_EQ(d.numa_nodes.size(), 1u);
+  }
+}
+
+TEST_F(DevicePluginAgentTest, AllocateGivesCdiNamesAndTheEnvironmentFallback) {
+  Start("h100-8x-nvswitch", "flags:\n  deviceListStrategy: both\n");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  auto pod = kubelet_->AllocatePod({.pod_namespace = "ml",
+                                    .pod_name = "train",
+                                    .container = "main",
+                                    .resource = "nvidia.com/gpu",
+                                    .count = 2});
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  ASSERT_THAT(pod->device_ids, SizeIs(2));
+  ASSERT_EQ(pod->response.cdi_devices_size(), 2);
+  EXPECT_EQ(pod->response.cdi_devices(0).name(), "nvidia.com/gpu=" + pod->device_ids[0]);
+  EXPECT_EQ(pod->response.envs().at("NVIDIA_VISIBLE_DEVICES"),
+            pod->device_ids[0] + "," + pod->device_ids[1]);
+  auto unknown = kubelet_->Allocate("nvidia.com/gpu", {{"GPU-nope"}});
+  EXPECT_FALSE(unknown.ok());
+  EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("unknown device"));
+}
+
+TEST_F(DevicePluginAgentTest, PreferredAllocationKeepsPairsBehindOneSwitch) {
+  Start("l4-4x-pcie");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 4, kWait).ok());
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok());
+  const auto& g = inventory->gpus;
+  // With GPU 2 required, its partner is the GPU behind the same PCIe switch (3), not one on
+  // the other socket.
+  auto preferred = kubelet_->GetPreferredAllocation(
+      "nvidia.com/gpu", {g[0].uuid, g[1].uuid, g[2].uuid, g[3].uuid}, {g[2].uuid}, 2);
+  ASSERT_TRUE(preferred.ok()) << preferred.status();
+  ASSERT_EQ(preferred->container_responses(0).deviceids_size(), 2);
+  std::set<std::string> chosen(preferred->container_responses(0).deviceids().begin(),
+                               preferred->container_responses(0).deviceids().end());
+  EXPECT_EQ(chosen, (std::set<std::string>{g[2].uuid, g[3].uuid}));
+}
+
+TEST_F(DevicePluginAgentTest, MigMixedAndSingleStrategies) {
+  Start("a100-8x-mig", "flags:\n  migStrategy: mixed\n");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-1g.5gb", 8, kWait).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-3g.20gb", 2, kWait).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 4, kWait).ok());
+  auto pod = kubelet_->AllocatePod({.pod_namespace = "ml",
+                                    .pod_name = "small",
+                                    .container = "c",
+                                    .resource = "nvidia.com/mig-1g.5gb",
+                                    .count = 1});
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->response.cdi_devices(0).name().rfind("nvidia.com/gpu=MIG-", 0), 0u);
+
+  // single does not fit this node (several profiles, MIG off on GPUs 4-7): the agent keeps
+  // serving the mixed plan and says why.
+  ASSERT_TRUE(
+      common::WriteFileAtomically(config_dir_ / "default", "flags:\n  migStrategy: single\n").ok());
+  const absl::Status reason = [&] {
+    for (int i = 0; i < 200; ++i) {
+      if (!agent_->last_error().ok()) return agent_->last_error();
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return absl::OkStatus();
+  }();
+  EXPECT_EQ(reason.code(), absl::StatusCode::kFailedPrecondition) << reason;
+  EXPECT_THAT(std::string(reason.message()), HasSubstr("MIG strategy single"));
+  EXPECT_EQ(agent_->config().mig_strategy, MigStrategy::kMixed);
+  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-3g.20gb", 2, kWait).ok());
+}
+
+TEST_F(DevicePluginAgentTest, TimeSlicingReplicasPerGpuAndReload) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  // GPUs 0-1 get 4 replicas, GPU 2 gets 2, the rest stay whole: 8 + 2 + 5 devices.
+  ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default", R"(
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+      devices: ["0", "1"]
+    - name: nvidia.com/gpu
+      replicas: 2
+      devices: ["2"]
+)")
+                  .ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 15, kWait).ok());
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok());
+  const std::string gpu0 = inventory->gpus[0].uuid;
+  // Two replicas of the same GPU are one device to the container.
+  auto response = kubelet_->Allocate("nvidia.com/gpu", {{gpu0 + "::0", gpu0 + "::1"}});
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->container_responses(0).cdi_devices_size(), 1);
+  EXPECT_EQ(response->container_responses(0).cdi_devices(0).name(), "nvidia.com/gpu=" + gpu0);
+}
+
+TEST_F(DevicePluginAgentTest, LostGpuIsUnhealthyAndRecovers) {
+  Start("h100-8x-nvswitch", "", {.recover_after = absl::ZeroDuration()});
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  Control("lost 4");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 7, kWait).ok());
+  auto resource = kubelet_->Resource("nvidia.com/gpu");
+  EXPECT_EQ(resource->capacity, 8);
+  EXPECT_EQ(resource->allocatable, 7);
+  Control("recover 4");
+  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+}
+
+TEST_F(DevicePluginAgentTest, XidMarksUnhealthyThenRecoversAfterTheQuietPeriod) {
+  Start("h100-8x-nvswitch", "", {.recover_after = absl::Milliseconds(300)});
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  Control("xid 2 13");  // an application error: ignored
+  Control("xid 3 79");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 7, kWait).ok());
+  auto inventory = nvml_->Discover();
+  auto bad = agent_->health().Check(inventory->gpus[3].uuid);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->reason, "XID 79");
+  EXPECT_FALSE(agent_->health().Check(inventory->gpus[2].uuid).has_value());
+  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+}
+
+TEST_F(DevicePluginAgentTest, ReregistersAfterAKubeletRestart) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  ASSERT_TRUE(kubelet_->Restart().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("nvidia.com/gpu", 2, kWait).ok());
+  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  EXPECT_TRUE(std::filesystem::exists(plugin_dir_ / "gpuop-nvidia.com-gpu.sock"));
+  // Allocation works against the new registration.
+  EXPECT_TRUE(kubelet_
+                  ->AllocatePod({.pod_namespace = "a",
+                                 .pod_name = "b",
+                                 .container = "c",
+                                 .resource = "nvidia.com/gpu",
+                                 .count = 1})
+                  .ok());
+}
+
+}  // namespace
+}  // namespace gpuop::agent
