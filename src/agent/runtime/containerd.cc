@@ -1,0 +1,275 @@
+#include "agent/runtime/containerd.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "agent/runtime/toml_util.h"
+#include "common/status_macros.h"
+
+namespace gpuop::agent::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kRuncType[] = "io.containerd.runc.v2";
+
+constexpr char kDropInHeader[] =
+    "# Written by gpuop-agent (`gpuop-agent runtime configure`); removed by `gpuop-agent runtime\n"
+    "# unconfigure`. Regenerated from /etc/containerd/config.toml and the files it imports: edit\n"
+    "# those, not this file. It holds the whole CRI plugin table because containerd before 2.1\n"
+    "# replaces a plugin's table per file instead of merging it.\n\n";
+
+absl::Status Unsupported(const fs::path& file, absl::string_view what) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      file.string(), ": ", what,
+      "; gpuop configures containerd 2.x configurations (version 2, 3 or 4) only and leaves this "
+      "file as it is"));
+}
+
+absl::StatusOr<ContainerdConfig> Inspect(const toml::table& table, const fs::path& file) {
+  const toml::node* version = table.get("version");
+  if (version == nullptr) {
+    return Unsupported(file, "no `version`: this is a containerd 1.x (version 1) configuration");
+  }
+  GPUOP_RETURN_IF_ERROR(ExpectType(version, toml::node_type::integer, file, "version"));
+  ContainerdConfig config;
+  config.version = version->as_integer()->get();
+  if (config.version == 1) {
+    return Unsupported(absl::StrCat(Where(file, *version)),
+                       "version 1 is a containerd 1.x configuration");
+  }
+  if (config.version == 2) {
+    config.cri_plugin = "io.containerd.grpc.v1.cri";
+  } else if (config.version == 3 || config.version == 4) {
+    config.cri_plugin = "io.containerd.cri.v1.runtime";
+  } else {
+    return Unsupported(Where(file, *version),
+                       absl::StrCat("version ", config.version, " is not a known config version"));
+  }
+
+  const toml::node* imports = table.get("imports");
+  GPUOP_RETURN_IF_ERROR(ExpectStringArray(imports, file, "imports"));
+  if (imports != nullptr) {
+    for (const toml::node& entry : *imports->as_array()) {
+      config.imports.push_back(entry.as_string()->get());
+    }
+  }
+  const toml::node* disabled = table.get("disabled_plugins");
+  GPUOP_RETURN_IF_ERROR(ExpectStringArray(disabled, file, "disabled_plugins"));
+  if (disabled != nullptr) {
+    for (const toml::node& entry : *disabled->as_array()) {
+      const std::string& name = entry.as_string()->get();
+      if (name == config.cri_plugin || name == "cri" || name == "io.containerd.grpc.v1.cri") {
+        return absl::FailedPreconditionError(
+            absl::StrCat(Where(file, entry), ": disabled_plugins turns off the CRI plugin (\"",
+                         name, "\"), so no kubelet uses this containerd; gpuop leaves it alone"));
+      }
+    }
+  }
+  const toml::node* plugins = table.get("plugins");
+  GPUOP_RETURN_IF_ERROR(ExpectType(plugins, toml::node_type::table, file, "plugins"));
+  if (plugins != nullptr) {
+    GPUOP_RETURN_IF_ERROR(ExpectType(plugins->as_table()->get(config.cri_plugin),
+                                     toml::node_type::table, file,
+                                     KeyPath({"plugins", config.cri_plugin})));
+  }
+  return config;
+}
+
+// Checks the types at the keys gpuop reads or changes in one file's CRI plugin table `cri`
+// (`cri_path`), while the nodes still carry their line numbers (copies lose them).
+absl::Status CheckCriTypes(const toml::table& cri, const fs::path& file,
+                           const std::string& cri_path) {
+  GPUOP_RETURN_IF_ERROR(ExpectType(cri.get("enable_cdi"), toml::node_type::boolean, file,
+                                   absl::StrCat(cri_path, ".enable_cdi")));
+  GPUOP_RETURN_IF_ERROR(
+      ExpectStringArray(cri.get("cdi_spec_dirs"), file, absl::StrCat(cri_path, ".cdi_spec_dirs")));
+  const std::string containerd_path = absl::StrCat(cri_path, ".containerd");
+  const toml::node* containerd = cri.get("containerd");
+  GPUOP_RETURN_IF_ERROR(ExpectType(containerd, toml::node_type::table, file, containerd_path));
+  if (containerd == nullptr) return absl::OkStatus();
+  const toml::table& containerd_table = *containerd->as_table();
+  GPUOP_RETURN_IF_ERROR(ExpectType(containerd_table.get("default_runtime_name"),
+                                   toml::node_type::string, file,
+                                   absl::StrCat(containerd_path, ".default_runtime_name")));
+  const std::string runtimes_path = absl::StrCat(containerd_path, ".runtimes");
+  const toml::node* runtimes = containerd_table.get("runtimes");
+  GPUOP_RETURN_IF_ERROR(ExpectType(runtimes, toml::node_type::table, file, runtimes_path));
+  if (runtimes == nullptr) return absl::OkStatus();
+  for (const auto& [name, entry] : *runtimes->as_table()) {
+    const std::string path = absl::StrCat(runtimes_path, ".", KeyPath({name.str()}));
+    GPUOP_RETURN_IF_ERROR(ExpectType(&entry, toml::node_type::table, file, path));
+    GPUOP_RETURN_IF_ERROR(ExpectType(entry.as_table()->get("runtime_type"), toml::node_type::string,
+                                     file, absl::StrCat(path, ".runtime_type")));
+    GPUOP_RETURN_IF_ERROR(ExpectType(entry.as_table()->get("options"), toml::node_type::table, file,
+                                     absl::StrCat(path, ".options")));
+  }
+  return absl::OkStatus();
+}
+
+// The table at `key` under `parent`, created empty when absent. FailedPrecondition when the key
+// holds something else.
+absl::StatusOr<toml::table*> SubTable(toml::table& parent, std::string_view key,
+                                      const fs::path& file, const std::string& path) {
+  toml::node* node = parent.get(key);
+  GPUOP_RETURN_IF_ERROR(ExpectType(node, toml::node_type::table, file, path));
+  if (node == nullptr) node = &parent.insert_or_assign(key, toml::table{}).first->second;
+  return node->as_table();
+}
+
+// The runtime table to start the new runtime from: the default runtime when it is runc-based,
+// else "runc"; nullptr when neither is there.
+absl::StatusOr<const toml::table*> BaseRuntime(const toml::table& runtimes,
+                                               const std::string& default_name,
+                                               const Options& options, const fs::path& file,
+                                               const std::string& runtimes_path) {
+  for (const std::string& name : {default_name, std::string("runc")}) {
+    if (name == options.runtime_name) continue;
+    const toml::node* node = runtimes.get(name);
+    const std::string path = absl::StrCat(runtimes_path, ".", KeyPath({name}));
+    GPUOP_RETURN_IF_ERROR(ExpectType(node, toml::node_type::table, file, path));
+    if (node == nullptr) continue;
+    const toml::table& runtime = *node->as_table();
+    GPUOP_RETURN_IF_ERROR(ExpectType(runtime.get("runtime_type"), toml::node_type::string, file,
+                                     absl::StrCat(path, ".runtime_type")));
+    GPUOP_RETURN_IF_ERROR(ExpectType(runtime.get("options"), toml::node_type::table, file,
+                                     absl::StrCat(path, ".options")));
+    const std::optional<std::string> type = runtime["runtime_type"].value<std::string>();
+    if (!type.has_value() || *type == kRuncType) return &runtime;
+  }
+  return nullptr;
+}
+
+// Applies `options` to the CRI plugin table `cri` (whose key path is `cri_path`).
+absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const Options& options,
+                          const fs::path& file) {
+  if (options.enable_cdi) {
+    GPUOP_RETURN_IF_ERROR(ExpectType(cri.get("enable_cdi"), toml::node_type::boolean, file,
+                                     absl::StrCat(cri_path, ".enable_cdi")));
+    GPUOP_RETURN_IF_ERROR(ExpectStringArray(cri.get("cdi_spec_dirs"), file,
+                                            absl::StrCat(cri_path, ".cdi_spec_dirs")));
+    cri.insert_or_assign("enable_cdi", true);
+    cri.insert_or_assign("cdi_spec_dirs", StringArray(options.cdi_spec_dirs));
+  }
+  if (!options.add_nvidia_runtime) return absl::OkStatus();
+
+  const std::string containerd_path = absl::StrCat(cri_path, ".containerd");
+  GPUOP_ASSIGN_OR_RETURN(toml::table * containerd,
+                         SubTable(cri, "containerd", file, containerd_path));
+  const std::string default_path = absl::StrCat(containerd_path, ".default_runtime_name");
+  GPUOP_RETURN_IF_ERROR(ExpectType(containerd->get("default_runtime_name"), toml::node_type::string,
+                                   file, default_path));
+  const std::string default_name =
+      (*containerd)["default_runtime_name"].value_or(std::string("runc"));
+  const std::string runtimes_path = absl::StrCat(containerd_path, ".runtimes");
+  GPUOP_ASSIGN_OR_RETURN(toml::table * runtimes,
+                         SubTable(*containerd, "runtimes", file, runtimes_path));
+  const std::string entry_path = absl::StrCat(runtimes_path, ".", KeyPath({options.runtime_name}));
+  GPUOP_RETURN_IF_ERROR(
+      ExpectType(runtimes->get(options.runtime_name), toml::node_type::table, file, entry_path));
+
+  GPUOP_ASSIGN_OR_RETURN(const toml::table* base,
+                         BaseRuntime(*runtimes, default_name, options, file, runtimes_path));
+  toml::table entry = base != nullptr ? *base : toml::table{};
+  entry.insert_or_assign("runtime_type", kRuncType);
+  GPUOP_ASSIGN_OR_RETURN(toml::table * runtime_options,
+                         SubTable(entry, "options", file, absl::StrCat(entry_path, ".options")));
+  runtime_options->insert_or_assign("BinaryName", options.runtime_binary);
+  runtimes->insert_or_assign(options.runtime_name, std::move(entry));
+  if (options.set_as_default) {
+    containerd->insert_or_assign("default_runtime_name", options.runtime_name);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MissingMain() {
+  return absl::FailedPreconditionError(absl::StrCat(
+      kContainerdConfigPath,
+      " does not exist; gpuop needs containerd's main configuration to know its version and the "
+      "CRI settings to keep (write one with `containerd config default`)"));
+}
+
+}  // namespace
+
+absl::StatusOr<ContainerdConfig> InspectContainerdConfig(absl::string_view content,
+                                                         const fs::path& file) {
+  GPUOP_ASSIGN_OR_RETURN(const toml::table table, ParseToml(content, file));
+  return Inspect(table, file);
+}
+
+absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
+                                                   const std::vector<ImportedFile>& imported,
+                                                   const Options& options) {
+  const fs::path main_file = kContainerdConfigPath;
+  GPUOP_ASSIGN_OR_RETURN(const toml::table main_table, ParseToml(main, main_file));
+  GPUOP_ASSIGN_OR_RETURN(const ContainerdConfig config, Inspect(main_table, main_file));
+
+  const std::string cri_path = KeyPath({"plugins", config.cri_plugin});
+  toml::table cri;
+  if (const toml::table* table = main_table["plugins"][config.cri_plugin].as_table()) {
+    GPUOP_RETURN_IF_ERROR(CheckCriTypes(*table, main_file, cri_path));
+    cri = *table;
+  }
+  for (const ImportedFile& file : imported) {
+    GPUOP_ASSIGN_OR_RETURN(const toml::table table, ParseToml(file.content, file.path));
+    const toml::node* plugins = table.get("plugins");
+    GPUOP_RETURN_IF_ERROR(ExpectType(plugins, toml::node_type::table, file.path, "plugins"));
+    if (plugins == nullptr) continue;
+    const toml::node* plugin = plugins->as_table()->get(config.cri_plugin);
+    GPUOP_RETURN_IF_ERROR(ExpectType(plugin, toml::node_type::table, file.path,
+                                     KeyPath({"plugins", config.cri_plugin})));
+    if (plugin == nullptr) continue;
+    GPUOP_RETURN_IF_ERROR(CheckCriTypes(*plugin->as_table(), file.path, cri_path));
+    DeepMerge(cri, *plugin->as_table());
+  }
+  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, main_file));
+
+  toml::table plugins;
+  plugins.insert(config.cri_plugin, std::move(cri));
+  toml::table drop_in;
+  drop_in.insert("version", config.version);
+  drop_in.insert("plugins", std::move(plugins));
+  return absl::StrCat(kDropInHeader, FormatToml(drop_in));
+}
+
+Plan ContainerdPlan(const HostFiles& files, const Options& options) {
+  ManagedFile drop_in{
+      .path = kContainerdDropInPath,
+      .kind = ManagedFile::Kind::kDropIn,
+      .desired = [&files,
+                  options](const std::optional<std::string>&) -> absl::StatusOr<std::string> {
+        GPUOP_ASSIGN_OR_RETURN(const std::optional<std::string> main,
+                               files.Read(kContainerdConfigPath));
+        if (!main.has_value()) return MissingMain();
+        GPUOP_ASSIGN_OR_RETURN(const ContainerdConfig config, InspectContainerdConfig(*main));
+        std::vector<ImportedFile> imported;
+        for (const std::string& entry : config.imports) {
+          fs::path pattern = entry;
+          if (pattern.is_relative())
+            pattern = fs::path(kContainerdConfigPath).parent_path() / entry;
+          GPUOP_ASSIGN_OR_RETURN(const std::vector<fs::path> paths,
+                                 files.Glob(pattern.lexically_normal().string()));
+          for (const fs::path& path : paths) {
+            if (path == kContainerdDropInPath) continue;
+            GPUOP_ASSIGN_OR_RETURN(std::optional<std::string> content, files.Read(path));
+            if (content.has_value()) imported.push_back({path, *std::move(content)});
+          }
+        }
+        return RenderContainerdDropIn(*main, imported, options);
+      },
+      .verb = "wrote",
+      .mode_from = fs::path(kContainerdConfigPath),
+  };
+  ManagedFile main{
+      .path = kContainerdConfigPath,
+      .kind = ManagedFile::Kind::kEdited,
+      .desired = [](const std::optional<std::string>& current) -> absl::StatusOr<std::string> {
+        if (!current.has_value()) return MissingMain();
+        return AddContainerdImport(*current);
+      },
+      .verb = "added imports to",
+  };
+  return {std::move(drop_in), std::move(main)};
+}
+
+}  // namespace gpuop::agent::runtime

@@ -1,0 +1,76 @@
+#ifndef GPUOP_AGENT_RUNTIME_CONTAINERD_H_
+#define GPUOP_AGENT_RUNTIME_CONTAINERD_H_
+
+// containerd's configuration: the main file's version and imports, the minimal edit that adds
+// gpuop's drop-in to its imports, and the drop-in itself. Pure functions over file contents, plus
+// the Plan that binds them to the host's files.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "agent/runtime/host_files.h"
+#include "agent/runtime/plan.h"
+#include "agent/runtime/runtime.h"
+
+namespace gpuop::agent::runtime {
+
+inline constexpr char kContainerdConfigPath[] = "/etc/containerd/config.toml";
+inline constexpr char kContainerdDropInPath[] = "/etc/containerd/conf.d/99-gpuop.toml";
+// The imports entry gpuop adds. A glob, because containerd fails to start when an import without
+// '*' names a missing file, and a glob that matches nothing is fine: a deleted drop-in, or an
+// unconfigure interrupted between its two steps, never keeps containerd from starting. It
+// matches no file but gpuop's, unlike the common "conf.d/*.toml", which could wake up stale
+// files left in conf.d by other tools.
+inline constexpr char kContainerdImportEntry[] = "/etc/containerd/conf.d/99-gpuop*.toml";
+
+// What gpuop reads from containerd's main configuration.
+struct ContainerdConfig {
+  int64_t version = 0;  // 2, 3 or 4
+  // The CRI runtime plugin's key under [plugins]: "io.containerd.grpc.v1.cri" for version 2,
+  // "io.containerd.cri.v1.runtime" for 3 and 4.
+  std::string cri_plugin;
+  std::vector<std::string> imports;  // as written (may be globs, may be relative)
+};
+
+// Parses and checks the main configuration `content` of `file`. FailedPrecondition, naming the
+// file, line and problem, for: invalid TOML; no `version` or version 1 (containerd 1.x, which
+// gpuop refuses rather than guess at); a version other than 2, 3 or 4; a wrong type at a key
+// gpuop reads (version, imports, disabled_plugins, plugins, the CRI plugin table); the CRI plugin
+// listed in disabled_plugins.
+[[nodiscard]] absl::StatusOr<ContainerdConfig> InspectContainerdConfig(
+    absl::string_view content, const std::filesystem::path& file = kContainerdConfigPath);
+
+// True when an entry of `imports` (relative entries resolved against `main_file`'s directory,
+// globs matched as containerd matches them) names `drop_in`.
+bool ImportsCover(const std::vector<std::string>& imports, const std::filesystem::path& main_file,
+                  const std::filesystem::path& drop_in);
+
+// The main configuration `content` with kContainerdImportEntry appended to its top-level
+// `imports`, or `content` itself when its imports already cover kContainerdDropInPath. The edit
+// is textual and minimal so that comments and layout survive: a new `imports = [...]` line right
+// after the `version` line, or one more element after the last one of an existing array. The
+// result is parsed back and must mean exactly the original plus that one import; otherwise
+// Internal, and nothing to write. Errors as InspectContainerdConfig.
+[[nodiscard]] absl::StatusOr<std::string> AddContainerdImport(
+    absl::string_view content, const std::filesystem::path& file = kContainerdConfigPath);
+
+// gpuop's drop-in for the main configuration `main` and the files it imports. Before containerd
+// 2.1 a drop-in's plugin table replaces the main file's instead of merging with it, so the
+// drop-in holds the whole CRI plugin table, the main file's merged with the imported files' in
+// order, then changed per `options`: enable_cdi and cdi_spec_dirs; a runtime entry
+// `runtime_name` copied from the default runc runtime (keeping options such as SystemdCgroup) with
+// options.BinaryName = runtime_binary; default_runtime_name. The drop-in carries the main file's
+// version. Errors as InspectContainerdConfig, for any of the files.
+[[nodiscard]] absl::StatusOr<std::string> RenderContainerdDropIn(
+    absl::string_view main, const std::vector<ImportedFile>& imported, const Options& options);
+
+// The drop-in, then the main file's imports, bound to `files` (which must outlive the plan).
+Plan ContainerdPlan(const HostFiles& files, const Options& options);
+
+}  // namespace gpuop::agent::runtime
+
+#endif  // GPUOP_AGENT_RUNTIME_CONTAINERD_H_

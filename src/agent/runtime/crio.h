@@ -1,0 +1,36 @@
+#ifndef GPUOP_AGENT_RUNTIME_CRIO_H_
+#define GPUOP_AGENT_RUNTIME_CRIO_H_
+
+// CRI-O's configuration: gpuop's drop-in in /etc/crio/crio.conf.d. CRI-O merges drop-ins key by
+// key over crio.conf, so the drop-in holds only gpuop's keys; the main file is never edited.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/runtime/host_files.h"
+#include "agent/runtime/plan.h"
+#include "agent/runtime/runtime.h"
+
+namespace gpuop::agent::runtime {
+
+inline constexpr char kCrioConfigPath[] = "/etc/crio/crio.conf";
+inline constexpr char kCrioDropInDir[] = "/etc/crio/crio.conf.d";
+inline constexpr char kCrioDropInPath[] = "/etc/crio/crio.conf.d/99-gpuop.toml";
+
+// gpuop's drop-in, given the configuration CRI-O loads before it (crio.conf, then the other
+// drop-ins in name order): [crio.runtime] cdi_spec_dirs when enable_cdi; when add_nvidia_runtime,
+// [crio.runtime.runtimes.<runtime_name>] copied from the default runtime's entry (or crun's, or
+// runc's) with runtime_path = runtime_binary and runtime_type = "oci"; default_runtime when
+// set_as_default. FailedPrecondition naming the file, line and problem for invalid TOML or a
+// wrong type at a key gpuop reads.
+[[nodiscard]] absl::StatusOr<std::string> RenderCrioDropIn(const std::vector<ImportedFile>& loaded,
+                                                           const Options& options);
+
+// The drop-in, bound to `files` (which must outlive the plan).
+Plan CrioPlan(const HostFiles& files, const Options& options);
+
+}  // namespace gpuop::agent::runtime
+
+#endif  // GPUOP_AGENT_RUNTIME_CRIO_H_

@@ -1,0 +1,34 @@
+#ifndef GPUOP_AGENT_RUNTIME_DOCKER_H_
+#define GPUOP_AGENT_RUNTIME_DOCKER_H_
+
+// Docker's configuration: /etc/docker/daemon.json, edited as JSON (dockerd has no drop-ins).
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "agent/runtime/host_files.h"
+#include "agent/runtime/plan.h"
+#include "agent/runtime/runtime.h"
+
+namespace gpuop::agent::runtime {
+
+inline constexpr char kDockerConfigPath[] = "/etc/docker/daemon.json";
+
+// daemon.json with gpuop's keys: "features": {"cdi": true} (and "cdi-spec-dirs" when the
+// directories differ from Docker's default) when enable_cdi; "runtimes": {"<runtime_name>":
+// {"path": runtime_binary, "args": []}} when add_nvidia_runtime; "default-runtime" when
+// set_as_default. Every other key, and the order of keys, is kept; the document is re-indented
+// with the file's own indentation. When `current` already holds all of that, it is returned
+// byte for byte. nullopt (no file) starts from {}. FailedPrecondition naming the file, line and
+// problem for invalid JSON, a top level that is not an object, or a wrong type at a key gpuop
+// touches.
+[[nodiscard]] absl::StatusOr<std::string> EditDaemonJson(const std::optional<std::string>& current,
+                                                         const Options& options);
+
+// daemon.json, bound to `files` (which must outlive the plan).
+Plan DockerPlan(const HostFiles& files, const Options& options);
+
+}  // namespace gpuop::agent::runtime
+
+#endif  // GPUOP_AGENT_RUNTIME_DOCKER_H_

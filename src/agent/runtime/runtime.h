@@ -1,0 +1,89 @@
+#ifndef GPUOP_AGENT_RUNTIME_RUNTIME_H_
+#define GPUOP_AGENT_RUNTIME_RUNTIME_H_
+
+// Types shared by the container runtime configuration: which runtime, what gpuop wants in its
+// configuration, and the reports of configure, unconfigure and status.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gpuop::agent::runtime {
+
+enum class Runtime { kContainerd, kCrio, kDocker };
+
+// "containerd", "cri-o", "docker".
+std::string RuntimeName(Runtime runtime);
+
+// Parses "containerd", "crio" / "cri-o" or "docker" (case-insensitive).
+[[nodiscard]] absl::StatusOr<Runtime> ParseRuntime(absl::string_view name);
+
+// What gpuop wants in the runtime's configuration.
+struct Options {
+  // Turn CDI on and set its spec directories. When false, gpuop leaves the CDI settings as the
+  // node has them (it never turns CDI off).
+  bool enable_cdi = true;
+  // Later directories take precedence (containerd, CRI-O). Docker gets them only when they
+  // differ from its built-in default, which is this same list.
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  // Define a runtime handler `runtime_name` that runs `runtime_binary` (the NVIDIA container
+  // runtime, a runc wrapper). Kubernetes selects it through a RuntimeClass with that handler.
+  bool add_nvidia_runtime = false;
+  std::string runtime_name = "nvidia";
+  std::string runtime_binary = "/usr/local/nvidia/toolkit/nvidia-container-runtime";
+  // Make `runtime_name` the runtime's default handler. Requires add_nvidia_runtime.
+  bool set_as_default = false;
+};
+
+// OK when `options` can be applied; otherwise InvalidArgument naming the field and the reason.
+[[nodiscard]] absl::Status ValidateOptions(const Options& options);
+
+// One file's state as `status` sees it.
+enum class FileState {
+  kConfigured,     // holds what gpuop wants
+  kDrifted,        // gpuop configured it, but it no longer holds what gpuop wants
+  kNotConfigured,  // gpuop has not configured it
+};
+
+std::string FileStateName(FileState state);  // "configured", "drifted", "not configured"
+
+struct FileStatus {
+  std::filesystem::path path;  // as seen on the host, e.g. /etc/containerd/config.toml
+  FileState state = FileState::kNotConfigured;
+  std::string detail;  // why, in words
+};
+
+struct StatusReport {
+  Runtime runtime = Runtime::kContainerd;
+  std::vector<FileStatus> files;
+  // A configuration change was written but the runtime has not been restarted since (the restart
+  // failed); the next configure or unconfigure retries it.
+  bool restart_pending = false;
+
+  // True when every file is configured and no restart is pending.
+  bool Configured() const;
+  // One line per file: "containerd: /etc/containerd/config.toml: configured (imports ...)".
+  std::string Summary() const;
+};
+
+// What configure or unconfigure did.
+struct ChangeReport {
+  Runtime runtime = Runtime::kContainerd;
+  // File changes in the order made: "wrote /etc/containerd/conf.d/99-gpuop.toml".
+  std::vector<std::string> actions;
+  // What the restart did ("restarted containerd (systemctl)"); empty when there was none.
+  std::string restart;
+
+  bool Changed() const { return !actions.empty(); }
+  // "containerd: wrote A, added imports to B; restarted containerd (systemctl)", or
+  // "containerd: unchanged; no restart".
+  std::string Summary() const;
+};
+
+}  // namespace gpuop::agent::runtime
+
+#endif  // GPUOP_AGENT_RUNTIME_RUNTIME_H_
