@@ -1,0 +1,36 @@
+#include "cmd/gpuop-agent/accelerators.h"
+
+#include <cstdio>
+
+#include "hw/amd/amd_accelerator.h"
+#include "hw/nvml/nvml_accelerator.h"
+
+namespace gpuop::cmd {
+
+void AddHardwareFlags(CLI::App& command, HardwareFlags& flags) {
+  command
+      .add_option("--nvml-library", flags.nvml_library,
+                  "NVML library to load (a driver root's copy, or the fake)")
+      ->capture_default_str();
+  command.add_option("--sysfs-root", flags.sysfs_root, "Where the host's sysfs is mounted")
+      ->capture_default_str();
+  command.add_option("--dev-root", flags.dev_root, "Where the host's /dev is mounted")
+      ->capture_default_str();
+}
+
+std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags) {
+  std::vector<std::unique_ptr<hw::Accelerator>> out;
+  auto nvml = hw::NvmlAccelerator::Open({.library_path = flags.nvml_library});
+  if (nvml.ok()) {
+    out.push_back(*std::move(nvml));
+  } else {
+    std::fprintf(stderr, "nvidia: %s\n", std::string(nvml.status().message()).c_str());
+  }
+  auto amd = std::make_unique<hw::AmdAccelerator>(
+      hw::AmdOptions{.sysfs_root = flags.sysfs_root, .dev_root = flags.dev_root});
+  auto inventory = amd->Discover();
+  if (inventory.ok() && !inventory->gpus.empty()) out.push_back(std::move(amd));
+  return out;
+}
+
+}  // namespace gpuop::cmd

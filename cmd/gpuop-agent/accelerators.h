@@ -1,0 +1,30 @@
+#ifndef GPUOP_CMD_GPUOP_AGENT_ACCELERATORS_H_
+#define GPUOP_CMD_GPUOP_AGENT_ACCELERATORS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "hw/accelerator.h"
+
+namespace gpuop::cmd {
+
+// Where the node's GPU drivers are, as flags of every subcommand that opens them.
+struct HardwareFlags {
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string sysfs_root = "/sys";
+  std::string dev_root = "/dev";
+};
+
+// The node's accelerators: NVIDIA when NVML loads, AMD when amdgpu has GPUs. Why a vendor is
+// absent goes to stderr; a node without any is an empty list.
+std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags);
+
+// Registers the flags on `command`.
+void AddHardwareFlags(CLI::App& command, HardwareFlags& flags);
+
+}  // namespace gpuop::cmd
+
+#endif  // GPUOP_CMD_GPUOP_AGENT_ACCELERATORS_H_

@@ -1,0 +1,84 @@
+// gpuop-agent cdi generate: writes the node's CDI specs (NVIDIA and AMD).
+#include <cstdio>
+
+#include "agent/cdi/amd_generator.h"
+#include "agent/cdi/nvidia_generator.h"
+#include "agent/cdi/spec_file.h"
+#include "cmd/gpuop-agent/accelerators.h"
+#include "cmd/gpuop-agent/commands.h"
+
+namespace gpuop::cmd {
+
+void AddCdiCommand(CLI::App& app) {
+  struct Flags {
+    HardwareFlags hardware;
+    std::string output_dir = "/var/run/cdi";
+    std::string driver_root = "/";
+    std::string hook_path;
+    std::string sysroot = "/";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cdi = app.add_subcommand("cdi", "CDI specs for the node's GPUs");
+  CLI::App* generate = cdi->add_subcommand("generate", "Write the CDI specs (only when changed)");
+  AddHardwareFlags(*generate, flags->hardware);
+  generate->add_option("--output-dir", flags->output_dir, "Where specs are written")
+      ->capture_default_str();
+  generate
+      ->add_option("--driver-root", flags->driver_root,
+                   "The driver's root as the host sees it (/ or /run/nvidia/driver)")
+      ->capture_default_str();
+  generate->add_option("--hook-path", flags->hook_path, "nvidia-cdi-hook on the host (optional)");
+  generate
+      ->add_option("--sysroot", flags->sysroot,
+                   "Where this process sees the host's root (when in a container)")
+      ->capture_default_str();
+  cdi->require_subcommand(1);
+  generate->callback([flags] {
+    int failures = 0;
+    for (auto& accelerator : OpenAccelerators(flags->hardware)) {
+      absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
+      if (!inventory.ok()) {
+        std::fprintf(stderr, "cdi: %s\n", inventory.status().ToString().c_str());
+        ++failures;
+        continue;
+      }
+      std::unique_ptr<agent::cdi::CdiGenerator> generator;
+      std::string file;
+      agent::cdi::HostFiles files{.sysroot = flags->sysroot == "/" ? "" : flags->sysroot};
+      if (accelerator->vendor() == hw::Vendor::kNvidia) {
+        agent::cdi::NvidiaCdiOptions options;
+        options.driver.driver_root = flags->driver_root;
+        options.dev_root = flags->hardware.dev_root;
+        options.hook_path = flags->hook_path;
+        options.files = files;
+        generator = std::make_unique<agent::cdi::NvidiaCdiGenerator>(options);
+        file = agent::cdi::kNvidiaSpecFileName;
+      } else {
+        agent::cdi::AmdCdiOptions options;
+        options.dev_root = flags->hardware.dev_root;
+        options.files = files;
+        generator = std::make_unique<agent::cdi::AmdCdiGenerator>(options);
+        file = agent::cdi::kAmdSpecFileName;
+      }
+      absl::StatusOr<agent::cdi::GeneratedSpec> spec = generator->Generate(*inventory);
+      if (!spec.ok()) {
+        std::fprintf(stderr, "cdi: %s\n", spec.status().ToString().c_str());
+        ++failures;
+        continue;
+      }
+      for (const auto& w : spec->warnings) std::fprintf(stderr, "cdi: warning: %s\n", w.c_str());
+      absl::StatusOr<bool> written =
+          agent::cdi::WriteSpec(spec->spec, {.dir = flags->output_dir, .name = file});
+      if (!written.ok()) {
+        std::fprintf(stderr, "cdi: %s\n", written.status().ToString().c_str());
+        ++failures;
+        continue;
+      }
+      std::printf("%s/%s: %s (%zu devices)\n", flags->output_dir.c_str(), file.c_str(),
+                  *written ? "written" : "unchanged", spec->spec.devices.size());
+    }
+    std::exit(failures == 0 ? 0 : 1);
+  });
+}
+
+}  // namespace gpuop::cmd

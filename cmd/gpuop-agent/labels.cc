@@ -1,0 +1,129 @@
+// gpuop-agent labels: keeps the node's GPU labels current until SIGTERM (or once with --once).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <poll.h>
+
+#include "agent/deviceplugin/config_source.h"
+#include "agent/labels/node_labeler.h"
+#include "cmd/gpuop-agent/accelerators.h"
+#include "cmd/gpuop-agent/commands.h"
+#include "common/signals.h"
+#include "hw/amd/amd_accelerator.h"
+#include "kube/config/rest_config.h"
+
+namespace gpuop::cmd {
+namespace {
+
+struct LabelFlags {
+  HardwareFlags hardware;
+  std::string node_name;
+  std::string kubeconfig;
+  std::string config_dir;
+  std::string config_name = "default";
+  int resync_seconds = 300;
+  bool once = false;
+  bool dry_run = false;
+};
+
+// Computes the labels from what the node has now.
+absl::StatusOr<agent::NodeLabels> Compute(const LabelFlags& flags,
+                                          const agent::ConfigSource& source) {
+  agent::LabelInputs inputs;
+  std::vector<hw::Gpu> gpus;
+  for (auto& accelerator : OpenAccelerators(flags.hardware)) {
+    if (accelerator->vendor() == hw::Vendor::kAmd) {
+      auto* amd = static_cast<hw::AmdAccelerator*>(accelerator.get());
+      absl::StatusOr<hw::AmdDiscovery> discovery = amd->DiscoverAmd();
+      if (!discovery.ok()) return discovery.status();
+      gpus.insert(gpus.end(), discovery->inventory.gpus.begin(), discovery->inventory.gpus.end());
+      inputs.amd = *std::move(discovery);
+    } else {
+      absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
+      if (!inventory.ok()) return inventory.status();
+      gpus.insert(gpus.end(), inventory->gpus.begin(), inventory->gpus.end());
+      inputs.nvidia = *std::move(inventory);
+    }
+  }
+  absl::StatusOr<agent::DevicePluginConfig> config = source.Load();
+  if (!config.ok()) return config.status();
+  inputs.plugin_config = *config;
+  if (absl::StatusOr<agent::ResourcePlan> plan = agent::PlanResources(gpus, *config); plan.ok()) {
+    inputs.plan = *std::move(plan);
+  }
+  std::ifstream machine(flags.hardware.sysfs_root + "/class/dmi/id/product_name");
+  std::getline(machine, inputs.machine);
+  return agent::ComputeNodeLabels(inputs);
+}
+
+}  // namespace
+
+void AddLabelsCommand(CLI::App& app) {
+  auto flags = std::make_shared<LabelFlags>();
+  if (const char* node = std::getenv("NODE_NAME")) flags->node_name = node;
+  CLI::App* sub = app.add_subcommand(
+      "labels", "Keep the node's GPU labels (GPU feature discovery keys) current");
+  AddHardwareFlags(*sub, flags->hardware);
+  sub->add_option("--node-name", flags->node_name, "This node ($NODE_NAME)");
+  sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
+  sub->add_option("--config-dir", flags->config_dir, "Device plugin configurations (sharing)");
+  sub->add_option("--config-name", flags->config_name, "Configuration to use")
+      ->capture_default_str();
+  sub->add_option("--resync", flags->resync_seconds, "Seconds between full re-checks")
+      ->capture_default_str();
+  sub->add_flag("--once", flags->once, "Apply once and exit");
+  sub->add_flag("--dry-run", flags->dry_run, "Print the labels instead of applying them");
+  sub->callback([flags] {
+    common::BlockTerminationSignals();
+    agent::ConfigSource source(flags->config_dir, flags->config_name);
+    if (flags->dry_run) {
+      absl::StatusOr<agent::NodeLabels> labels = Compute(*flags, source);
+      if (!labels.ok()) {
+        std::fprintf(stderr, "labels: %s\n", labels.status().ToString().c_str());
+        std::exit(1);
+      }
+      for (const auto& [k, v] : *labels) std::printf("%s=%s\n", k.c_str(), v.c_str());
+      return;
+    }
+    if (flags->node_name.empty()) {
+      std::fprintf(stderr, "labels: --node-name (or $NODE_NAME) is required\n");
+      std::exit(2);
+    }
+    absl::StatusOr<kube::RestConfig> config = kube::LoadDefaultConfig(flags->kubeconfig);
+    if (!config.ok()) {
+      std::fprintf(stderr, "labels: %s\n", config.status().ToString().c_str());
+      std::exit(1);
+    }
+    auto rest = kube::RestClient::Create(*config, {.component = "agent-labels"});
+    if (!rest.ok()) {
+      std::fprintf(stderr, "labels: %s\n", rest.status().ToString().c_str());
+      std::exit(1);
+    }
+    kube::Client client(std::shared_ptr<kube::RestClient>(*std::move(rest)));
+    agent::NodeLabeler labeler(client, flags->node_name);
+    (void)source.Watch();
+    std::atomic<bool> stopping{false};
+    std::jthread signals([&stopping] {
+      common::WaitForTerminationSignal();
+      stopping = true;
+    });
+    while (!stopping) {
+      absl::StatusOr<agent::NodeLabels> labels = Compute(*flags, source);
+      absl::Status applied = labels.ok() ? labeler.Apply(*labels) : labels.status();
+      if (!applied.ok()) std::fprintf(stderr, "labels: %s\n", applied.ToString().c_str());
+      if (flags->once) std::exit(applied.ok() ? 0 : 1);
+      // A configuration change wakes at once; the resync catches changes nothing announces.
+      for (int waited = 0; waited < flags->resync_seconds * 10 && !stopping; ++waited) {
+        pollfd fd{.fd = source.fd(), .events = POLLIN, .revents = 0};
+        if (source.fd() >= 0 ? poll(&fd, 1, 100) > 0 : (usleep(100000), false)) {
+          if (source.Changed()) break;
+        }
+      }
+    }
+    std::exit(0);
+  });
+}
+
+}  // namespace gpuop::cmd

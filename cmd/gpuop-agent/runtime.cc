@@ -1,0 +1,95 @@
+// gpuop-agent runtime configure|unconfigure|status|detect: the container runtime's CDI and
+// NVIDIA runtime settings.
+#include <cstdio>
+
+#include "agent/runtime/configurator.h"
+#include "agent/runtime/detect.h"
+#include "agent/runtime/restart.h"
+#include "cmd/gpuop-agent/commands.h"
+
+namespace gpuop::cmd {
+namespace {
+
+struct RuntimeFlags {
+  std::string host_root = "/";
+  std::string runtime;  // empty: detect
+  agent::runtime::Options options;
+  bool force = false;
+};
+
+[[noreturn]] void Fail(const std::string& what, const absl::Status& status) {
+  std::fprintf(stderr, "runtime %s: %s\n", what.c_str(), status.ToString().c_str());
+  std::exit(1);
+}
+
+agent::runtime::Runtime Choose(const RuntimeFlags& flags) {
+  if (!flags.runtime.empty()) {
+    absl::StatusOr<agent::runtime::Runtime> runtime = agent::runtime::ParseRuntime(flags.runtime);
+    if (!runtime.ok()) Fail("--runtime", runtime.status());
+    return *runtime;
+  }
+  absl::StatusOr<agent::runtime::Detection> detection =
+      agent::runtime::DetectRuntime(flags.host_root);
+  if (!detection.ok()) Fail("detect", detection.status());
+  if (!detection->runtime.has_value()) {
+    Fail("detect", absl::FailedPreconditionError(detection->reason));
+  }
+  return *detection->runtime;
+}
+
+}  // namespace
+
+void AddRuntimeCommand(CLI::App& app) {
+  auto flags = std::make_shared<RuntimeFlags>();
+  CLI::App* runtime = app.add_subcommand(
+      "runtime", "Configure containerd, CRI-O or Docker for CDI and the NVIDIA runtime");
+  runtime->require_subcommand(1);
+  auto common_flags = [flags](CLI::App* sub) {
+    sub->add_option("--host-root", flags->host_root, "Where the host's root is mounted")
+        ->capture_default_str();
+    sub->add_option("--runtime", flags->runtime, "containerd, crio or docker (detected if unset)");
+    sub->add_flag("--nvidia-runtime", flags->options.add_nvidia_runtime,
+                  "Also define the nvidia runtime handler");
+    sub->add_option("--nvidia-runtime-binary", flags->options.runtime_binary,
+                    "The NVIDIA container runtime binary")
+        ->capture_default_str();
+    sub->add_flag("--set-as-default", flags->options.set_as_default,
+                  "Make the nvidia handler the default");
+  };
+  CLI::App* configure = runtime->add_subcommand("configure", "Apply gpuop's settings");
+  CLI::App* unconfigure =
+      runtime->add_subcommand("unconfigure", "Restore the runtime's configuration byte for byte");
+  CLI::App* status = runtime->add_subcommand("status", "Show whether the settings are in place");
+  for (CLI::App* sub : {configure, unconfigure, status}) common_flags(sub);
+  unconfigure->add_flag("--force", flags->force, "Restore even files changed since configure");
+
+  auto restarter = [flags] {
+    static agent::runtime::SubprocessRunner runner;
+    static agent::runtime::KillSignaller signaller;
+    return std::make_unique<agent::runtime::HostRestarter>(
+        agent::runtime::RestartOptions{.host_root = flags->host_root}, runner, signaller);
+  };
+  configure->callback([flags, restarter] {
+    auto r = restarter();
+    agent::runtime::Configurator configurator(flags->host_root, *r);
+    auto report = configurator.Configure(Choose(*flags), flags->options);
+    if (!report.ok()) Fail("configure", report.status());
+    std::printf("%s\n", report->Summary().c_str());
+  });
+  unconfigure->callback([flags, restarter] {
+    auto r = restarter();
+    agent::runtime::Configurator configurator(flags->host_root, *r);
+    auto report = configurator.Unconfigure(Choose(*flags), flags->options, flags->force);
+    if (!report.ok()) Fail("unconfigure", report.status());
+    std::printf("%s\n", report->Summary().c_str());
+  });
+  status->callback([flags, restarter] {
+    auto r = restarter();
+    agent::runtime::Configurator configurator(flags->host_root, *r);
+    auto report = configurator.Status(Choose(*flags), flags->options);
+    if (!report.ok()) Fail("status", report.status());
+    std::printf("%s\n", report->Summary().c_str());
+  });
+}
+
+}  // namespace gpuop::cmd
