@@ -15,6 +15,8 @@ void AddDevicePluginCommand(CLI::App& app) {
     std::string config_dir;
     std::string config_name = "default";
     int recover_after_seconds = 600;
+    std::vector<uint64_t> ignore_xids = {13, 31, 43, 45, 68, 109};
+    std::string layout_file;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("device-plugin",
@@ -29,6 +31,12 @@ void AddDevicePluginCommand(CLI::App& app) {
   sub->add_option("--recover-after", flags->recover_after_seconds,
                   "Seconds without a new XID or ECC error before a GPU is healthy again (0: never)")
       ->capture_default_str();
+  sub->add_option("--ignore-xids", flags->ignore_xids,
+                  "XIDs that do not make a GPU unhealthy (application errors)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--layout-file", flags->layout_file,
+                  "File the MIG manager rewrites after a layout change (re-plans at once)");
   sub->callback([flags] {
     common::BlockTerminationSignals();
     auto accelerators = OpenAccelerators(flags->hardware);
@@ -38,7 +46,9 @@ void AddDevicePluginCommand(CLI::App& app) {
     agent::DevicePluginAgent plugin(
         raw, source,
         {.manager = {.plugin_dir = flags->plugin_dir},
-         .health = {.recover_after = absl::Seconds(flags->recover_after_seconds)}});
+         .health = {.ignored_xids = {flags->ignore_xids.begin(), flags->ignore_xids.end()},
+                    .recover_after = absl::Seconds(flags->recover_after_seconds)},
+         .layout_file = flags->layout_file});
     if (absl::Status started = plugin.Start(); !started.ok()) {
       std::fprintf(stderr, "device-plugin: %s\n", started.ToString().c_str());
       std::exit(1);

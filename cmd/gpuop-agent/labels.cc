@@ -4,12 +4,11 @@
 #include <fstream>
 #include <thread>
 
-#include <poll.h>
-
 #include "agent/deviceplugin/config_source.h"
 #include "agent/labels/node_labeler.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
+#include "common/file_watch.h"
 #include "common/signals.h"
 #include "hw/amd/amd_accelerator.h"
 #include "kube/config/rest_config.h"
@@ -23,6 +22,7 @@ struct LabelFlags {
   std::string kubeconfig;
   std::string config_dir;
   std::string config_name = "default";
+  std::string layout_file;
   int resync_seconds = 300;
   bool once = false;
   bool dry_run = false;
@@ -71,6 +71,8 @@ void AddLabelsCommand(CLI::App& app) {
   sub->add_option("--config-dir", flags->config_dir, "Device plugin configurations (sharing)");
   sub->add_option("--config-name", flags->config_name, "Configuration to use")
       ->capture_default_str();
+  sub->add_option("--layout-file", flags->layout_file,
+                  "File the MIG manager rewrites after a layout change (re-labels at once)");
   sub->add_option("--resync", flags->resync_seconds, "Seconds between full re-checks")
       ->capture_default_str();
   sub->add_flag("--once", flags->once, "Apply once and exit");
@@ -103,7 +105,12 @@ void AddLabelsCommand(CLI::App& app) {
     }
     kube::Client client(std::shared_ptr<kube::RestClient>(*std::move(rest)));
     agent::NodeLabeler labeler(client, flags->node_name);
-    (void)source.Watch();
+    common::FileWatch watch;
+    if (!flags->config_dir.empty()) (void)watch.Add(flags->config_dir);
+    if (!flags->layout_file.empty()) {
+      const std::filesystem::path layout(flags->layout_file);
+      (void)watch.Add(layout.parent_path(), layout.filename().string());
+    }
     std::atomic<bool> stopping{false};
     std::jthread signals([&stopping] {
       common::WaitForTerminationSignal();
@@ -114,12 +121,10 @@ void AddLabelsCommand(CLI::App& app) {
       absl::Status applied = labels.ok() ? labeler.Apply(*labels) : labels.status();
       if (!applied.ok()) std::fprintf(stderr, "labels: %s\n", applied.ToString().c_str());
       if (flags->once) std::exit(applied.ok() ? 0 : 1);
-      // A configuration change wakes at once; the resync catches changes nothing announces.
+      // A configuration or layout change wakes at once; the resync catches changes nothing
+      // announces.
       for (int waited = 0; waited < flags->resync_seconds * 10 && !stopping; ++waited) {
-        pollfd fd{.fd = source.fd(), .events = POLLIN, .revents = 0};
-        if (source.fd() >= 0 ? poll(&fd, 1, 100) > 0 : (usleep(100000), false)) {
-          if (source.Changed()) break;
-        }
+        if (watch.Wait(100)) break;
       }
     }
     std::exit(0);

@@ -1,7 +1,5 @@
 #include "agent/deviceplugin/agent.h"
 
-#include <poll.h>
-
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -66,7 +64,11 @@ absl::Status DevicePluginAgent::Replan() {
 
 absl::Status DevicePluginAgent::Start() {
   GPUOP_RETURN_IF_ERROR(manager_.Start());
-  GPUOP_RETURN_IF_ERROR(source_.Watch());
+  if (!source_.dir().empty()) GPUOP_RETURN_IF_ERROR(watch_.Add(source_.dir()));
+  if (!options_.layout_file.empty()) {
+    GPUOP_RETURN_IF_ERROR(
+        watch_.Add(options_.layout_file.parent_path(), options_.layout_file.filename().string()));
+  }
   GPUOP_RETURN_IF_ERROR(Replan());
   for (hw::Accelerator* accelerator : accelerators_) {
     threads_.emplace_back(
@@ -112,21 +114,18 @@ void DevicePluginAgent::Sample() {
 
 void DevicePluginAgent::WatchConfigAndSamples(std::stop_token stop) {
   absl::Time next_sample = options_.clock->Now() + options_.sample_interval;
+  absl::Time next_resync = options_.clock->Now() + options_.resync_interval;
   while (!stop.stop_requested()) {
     const absl::Time now = options_.clock->Now();
     const absl::Time recovery = health_.NextRecovery();
     const absl::Time next = std::min(next_sample, recovery);
-    // Wake for a configuration change, the next sample or recovery, or (at least) to notice a
-    // stop request.
+    // Wake for a configuration or layout change, the next sample or recovery, or (at least) to
+    // notice a stop request.
     const int wait_ms = static_cast<int>(std::clamp<int64_t>(
         absl::ToInt64Milliseconds(next - now), 0, absl::ToInt64Milliseconds(options_.event_wait)));
-    pollfd fd{.fd = source_.fd(), .events = POLLIN, .revents = 0};
-    if (source_.fd() >= 0) {
-      poll(&fd, 1, wait_ms);
-    } else {
-      options_.clock->SleepFor(absl::Milliseconds(wait_ms), stop);
-    }
-    if (source_.Changed()) {
+    const bool changed = watch_.Wait(wait_ms);
+    if (changed || options_.clock->Now() >= next_resync) {
+      next_resync = options_.clock->Now() + options_.resync_interval;
       if (absl::Status s = Replan(); !s.ok()) {
         absl::MutexLock lock(&mu_);
         last_error_ = s;

@@ -13,6 +13,7 @@
 #include "agent/deviceplugin/health.h"
 #include "agent/deviceplugin/manager.h"
 #include "common/clock.h"
+#include "common/file_watch.h"
 #include "hw/accelerator.h"
 
 namespace gpuop::agent {
@@ -25,6 +26,12 @@ struct DevicePluginAgentOptions {
   absl::Duration sample_interval = absl::Seconds(10);
   // Longest single wait for hardware events, which bounds how long Stop() takes.
   absl::Duration event_wait = absl::Milliseconds(500);
+  // A file gpuop's MIG manager rewrites after changing the GPUs' layout; a change re-plans at
+  // once. Empty: no such notification (MIG changes are then seen at the next resync).
+  std::filesystem::path layout_file;
+  // Full re-discovery and re-plan even without a notification, for changes nothing announces
+  // (nvidia-smi run by hand).
+  absl::Duration resync_interval = absl::Minutes(5);
   const common::Clock* clock = &common::Clock::Real();
 };
 
@@ -32,8 +39,9 @@ struct DevicePluginAgentOptions {
 // configuration, serves them to the kubelet (DevicePluginManager) and keeps their health
 // current: hardware events mark devices unhealthy at once, samples notice lost GPUs and
 // row-remap failures, and devices return to Healthy when their condition clears.
-// A configuration change (file or node label) re-plans without a restart; a configuration
-// that fails to load or plan keeps the last good one in service and is reported.
+// A configuration change (file or node label) or a layout notification re-plans without a
+// restart; a configuration that fails to load or plan keeps the last good one in service and is
+// reported.
 //
 // Thread-safe.
 class DevicePluginAgent {
@@ -73,6 +81,7 @@ class DevicePluginAgent {
   ResourcePlan plan_ ABSL_GUARDED_BY(mu_);
   std::vector<hw::Inventory> inventories_ ABSL_GUARDED_BY(mu_);  // per accelerator
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
+  common::FileWatch watch_;
   std::vector<std::jthread> threads_;
 };
 

@@ -4,6 +4,7 @@
 #include "agent/deviceplugin/agent.h"
 
 #include <fstream>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -55,7 +56,8 @@ class DevicePluginAgentTest : public ::testing::Test {
         DevicePluginAgentOptions{.manager = {.plugin_dir = plugin_dir_},
                                  .health = health,
                                  .sample_interval = absl::Milliseconds(50),
-                                 .event_wait = absl::Milliseconds(50)});
+                                 .event_wait = absl::Milliseconds(50),
+                                 .layout_file = dir_.path() / "run" / "layout"});
     const absl::Status started = agent_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -147,6 +149,42 @@ TEST_F(DevicePluginAgentTest, MigMixedAndSingleStrategies) {
   EXPECT_THAT(std::string(reason.message()), HasSubstr("MIG strategy single"));
   EXPECT_EQ(agent_->config().mig_strategy, MigStrategy::kMixed);
   EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-3g.20gb", 2, kWait).ok());
+}
+
+TEST_F(DevicePluginAgentTest, MigSingleAfterALayoutChangeIsAnnounced) {
+  Start("a100-8x-mig", "flags:\n  migStrategy: mixed\n");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-3g.20gb", 2, kWait).ok());
+  // What a MIG manager does: every GPU to 7 x 1g.5gb ...
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok());
+  for (const auto& gpu : inventory->gpus) {
+    std::set<unsigned int> instances;
+    for (const auto& m : gpu.mig_devices) instances.insert(m.gpu_instance_id);
+    if (gpu.index == 0) continue;  // already 7 x 1g.5gb
+    for (unsigned int gi : instances) {
+      ASSERT_TRUE(nvml_->DestroyMigDevice(gpu.index, gi).ok());
+    }
+    if (!gpu.mig_enabled) {
+      ASSERT_TRUE(nvml_->SetMigMode(gpu.index, true).ok());
+    }
+    for (int i = 0; i < 7; ++i) {
+      ASSERT_TRUE(nvml_->CreateMigDevice(gpu.index, "1g.5gb").ok()) << gpu.index << " " << i;
+    }
+  }
+  // ... then switch the strategy and announce the new layout.
+  ASSERT_TRUE(
+      common::WriteFileAtomically(config_dir_ / "default", "flags:\n  migStrategy: single\n").ok());
+  ASSERT_TRUE(common::WriteFileAtomically(dir_.path() / "run" / "layout", "2").ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 56, kWait).ok());
+  EXPECT_TRUE(agent_->last_error().ok()) << agent_->last_error();
+  EXPECT_EQ(agent_->config().mig_strategy, MigStrategy::kSingle);
+  auto pod = kubelet_->AllocatePod({.pod_namespace = "ml",
+                                    .pod_name = "p",
+                                    .container = "c",
+                                    .resource = "nvidia.com/gpu",
+                                    .count = 1});
+  ASSERT_TRUE(pod.ok()) << pod.status();
+  EXPECT_EQ(pod->device_ids[0].rfind("MIG-", 0), 0u);
 }
 
 TEST_F(DevicePluginAgentTest, TimeSlicingReplicasPerGpuAndReload) {

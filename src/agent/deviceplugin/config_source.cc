@@ -14,33 +14,6 @@ namespace gpuop::agent {
 ConfigSource::ConfigSource(std::filesystem::path dir, std::string default_name)
     : dir_(std::move(dir)), default_name_(std::move(default_name)) {}
 
-ConfigSource::~ConfigSource() {
-  if (fd_ >= 0) close(fd_);
-}
-
-absl::Status ConfigSource::Watch() {
-  if (dir_.empty()) return absl::OkStatus();
-  fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (fd_ < 0) return absl::ErrnoToStatus(errno, "config watch: inotify_init1");
-  if (inotify_add_watch(
-          fd_, dir_.c_str(),
-          IN_CREATE | IN_DELETE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE) < 0) {
-    const int err = errno;
-    close(fd_);
-    fd_ = -1;
-    return absl::ErrnoToStatus(err, absl::StrCat("config watch: ", dir_.string()));
-  }
-  return absl::OkStatus();
-}
-
-bool ConfigSource::Changed() {
-  if (fd_ < 0) return false;
-  bool any = false;
-  char buffer[4096];
-  while (read(fd_, buffer, sizeof(buffer)) > 0) any = true;
-  return any;
-}
-
 void ConfigSource::SetSelected(std::string name) {
   absl::MutexLock lock(&mu_);
   selected_ = std::move(name);

@@ -15,8 +15,7 @@ namespace gpuop::agent {
 // configuration (a ConfigMap mounted as a volume), the name chosen per node by the label
 // nvidia.com/device-plugin.config (NVIDIA's convention), falling back to a default name.
 //
-// The kubelet updates a ConfigMap volume by swapping a symlink, so the directory is watched as a
-// whole; Changed() tells the caller whether anything arrived since the last call.
+// Callers watch dir() (common::FileWatch) and reload on change.
 //
 // Thread-safe.
 class ConfigSource {
@@ -26,14 +25,8 @@ class ConfigSource {
   // `dir` empty: no files, the default configuration. `default_name` is used when the node has
   // no label (or an empty one).
   ConfigSource(std::filesystem::path dir, std::string default_name);
-  ~ConfigSource();
 
-  // Starts watching the directory (when there is one).
-  [[nodiscard]] absl::Status Watch();
-  // A file descriptor that becomes readable when the directory changes (-1 without a watch).
-  int fd() const { return fd_; }
-  // Drains pending notifications; true when there were any.
-  bool Changed();
+  const std::filesystem::path& dir() const { return dir_; }
 
   // Selects the configuration named by the node's label value ("" for the default).
   void SetSelected(std::string name);
@@ -50,7 +43,6 @@ class ConfigSource {
   const std::string default_name_;
   mutable absl::Mutex mu_;
   std::string selected_ ABSL_GUARDED_BY(mu_);
-  int fd_ = -1;
 };
 
 }  // namespace gpuop::agent

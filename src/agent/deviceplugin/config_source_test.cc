@@ -44,20 +44,8 @@ TEST(ConfigSourceTest, MissingSelectionNamesTheChoices) {
   EXPECT_THAT(std::string(config.status().message()), HasSubstr("available: a100, h100"));
 }
 
-TEST(ConfigSourceTest, WatchSeesAnUpdate) {
-  fakes::TempDir dir;
-  ConfigSource source(dir.path(), "default");
-  ASSERT_TRUE(source.Watch().ok());
-  EXPECT_FALSE(source.Changed());
-  ASSERT_TRUE(common::WriteFileAtomically(dir.path() / "default", "version: v1\n").ok());
-  EXPECT_TRUE(source.Changed());
-  EXPECT_FALSE(source.Changed());
-}
-
 TEST(ConfigSourceTest, NoDirectoryMeansDefaults) {
   ConfigSource source("", "default");
-  ASSERT_TRUE(source.Watch().ok());
-  EXPECT_EQ(source.fd(), -1);
   auto config = source.Load();
   ASSERT_TRUE(config.ok());
   EXPECT_FALSE(config->Shared());
