@@ -4,6 +4,7 @@
 
 #include "hw/amd/amd_accelerator.h"
 #include "hw/nvml/nvml_accelerator.h"
+#include "kube/config/rest_config.h"
 
 namespace gpuop::cmd {
 
@@ -16,6 +17,15 @@ void AddHardwareFlags(CLI::App& command, HardwareFlags& flags) {
       ->capture_default_str();
   command.add_option("--dev-root", flags.dev_root, "Where the host's /dev is mounted")
       ->capture_default_str();
+}
+
+absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kubeconfig,
+                                                         const std::string& component) {
+  absl::StatusOr<kube::RestConfig> config = kube::LoadDefaultConfig(kubeconfig);
+  if (!config.ok()) return config.status();
+  auto rest = kube::RestClient::Create(*config, {.component = component});
+  if (!rest.ok()) return rest.status();
+  return std::make_unique<kube::Client>(std::shared_ptr<kube::RestClient>(*std::move(rest)));
 }
 
 std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags) {

@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/status/statusor.h"
 #include "hw/accelerator.h"
+#include "kube/client/client.h"
 
 namespace gpuop::cmd {
 
@@ -21,6 +23,10 @@ struct HardwareFlags {
 // The node's accelerators: NVIDIA when NVML loads, AMD when amdgpu has GPUs. Why a vendor is
 // absent goes to stderr; a node without any is an empty list.
 std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags);
+
+// A client for the API server from --kubeconfig, or in-cluster configuration when empty.
+absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kubeconfig,
+                                                         const std::string& component);
 
 // Registers the flags on `command`.
 void AddHardwareFlags(CLI::App& command, HardwareFlags& flags);

@@ -1,7 +1,9 @@
 // gpuop-agent device-plugin: serves the node's GPUs to the kubelet until SIGTERM.
 #include <cstdio>
+#include <cstdlib>
 
 #include "agent/deviceplugin/agent.h"
+#include "agent/node/node_label_watch.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
 #include "common/signals.h"
@@ -17,8 +19,11 @@ void AddDevicePluginCommand(CLI::App& app) {
     int recover_after_seconds = 600;
     std::vector<uint64_t> ignore_xids = {13, 31, 43, 45, 68, 109};
     std::string layout_file;
+    std::string node_name;
+    std::string kubeconfig;
   };
   auto flags = std::make_shared<Flags>();
+  if (const char* node = std::getenv("NODE_NAME")) flags->node_name = node;
   CLI::App* sub = app.add_subcommand("device-plugin",
                                      "Serve the kubelet device plugin API for the node's GPUs");
   AddHardwareFlags(*sub, flags->hardware);
@@ -37,6 +42,10 @@ void AddDevicePluginCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--layout-file", flags->layout_file,
                   "File the MIG manager rewrites after a layout change (re-plans at once)");
+  sub->add_option("--node-name", flags->node_name,
+                  "This node ($NODE_NAME): its label nvidia.com/device-plugin.config picks the "
+                  "configuration");
+  sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
   sub->callback([flags] {
     common::BlockTerminationSignals();
     auto accelerators = OpenAccelerators(flags->hardware);
@@ -53,6 +62,28 @@ void AddDevicePluginCommand(CLI::App& app) {
       std::fprintf(stderr, "device-plugin: %s\n", started.ToString().c_str());
       std::exit(1);
     }
+    // The node's label picks the configuration, as with NVIDIA's plugin.
+    std::unique_ptr<kube::Client> client;
+    std::unique_ptr<agent::NodeLabelWatch> label_watch;
+    if (!flags->node_name.empty()) {
+      absl::StatusOr<std::unique_ptr<kube::Client>> made =
+          MakeClient(flags->kubeconfig, "agent-device-plugin");
+      if (made.ok()) {
+        client = *std::move(made);
+        label_watch = std::make_unique<agent::NodeLabelWatch>(
+            *client, flags->node_name, agent::ConfigSource::kNodeLabel,
+            [&source, &plugin](const std::string& value) {
+              source.SetSelected(value);
+              if (absl::Status s = plugin.Replan(); !s.ok()) {
+                std::fprintf(stderr, "device-plugin: %s\n", s.ToString().c_str());
+              }
+            });
+        label_watch->Start();
+      } else {
+        std::fprintf(stderr, "device-plugin: no node label selection: %s\n",
+                     made.status().ToString().c_str());
+      }
+    }
     for (const auto& resource : plugin.manager().resources()) {
       std::fprintf(stderr, "device-plugin: serving %s\n", resource.c_str());
     }
@@ -61,6 +92,7 @@ void AddDevicePluginCommand(CLI::App& app) {
     }
     const int sig = common::WaitForTerminationSignal();
     std::fprintf(stderr, "device-plugin: signal %d, stopping\n", sig);
+    if (label_watch) label_watch->Stop();
     plugin.Stop();
   });
 }

@@ -6,6 +6,7 @@
 
 #include "agent/deviceplugin/config_source.h"
 #include "agent/labels/node_labeler.h"
+#include "agent/node/node_label_watch.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
 #include "common/file_watch.h"
@@ -93,24 +94,28 @@ void AddLabelsCommand(CLI::App& app) {
       std::fprintf(stderr, "labels: --node-name (or $NODE_NAME) is required\n");
       std::exit(2);
     }
-    absl::StatusOr<kube::RestConfig> config = kube::LoadDefaultConfig(flags->kubeconfig);
-    if (!config.ok()) {
-      std::fprintf(stderr, "labels: %s\n", config.status().ToString().c_str());
+    absl::StatusOr<std::unique_ptr<kube::Client>> client =
+        MakeClient(flags->kubeconfig, "agent-labels");
+    if (!client.ok()) {
+      std::fprintf(stderr, "labels: %s\n", client.status().ToString().c_str());
       std::exit(1);
     }
-    auto rest = kube::RestClient::Create(*config, {.component = "agent-labels"});
-    if (!rest.ok()) {
-      std::fprintf(stderr, "labels: %s\n", rest.status().ToString().c_str());
-      std::exit(1);
-    }
-    kube::Client client(std::shared_ptr<kube::RestClient>(*std::move(rest)));
-    agent::NodeLabeler labeler(client, flags->node_name);
+    agent::NodeLabeler labeler(**client, flags->node_name);
     common::FileWatch watch;
     if (!flags->config_dir.empty()) (void)watch.Add(flags->config_dir);
     if (!flags->layout_file.empty()) {
       const std::filesystem::path layout(flags->layout_file);
       (void)watch.Add(layout.parent_path(), layout.filename().string());
     }
+    // The sharing configuration named by the node's label shapes the labels too.
+    std::atomic<bool> relabel{false};
+    agent::NodeLabelWatch label_watch(**client, flags->node_name, agent::ConfigSource::kNodeLabel,
+                                      [&source, &relabel](const std::string& value) {
+                                        source.SetSelected(value);
+                                        relabel = true;
+                                      });
+    label_watch.Start();
+    label_watch.WaitForSync(absl::Seconds(10));
     std::atomic<bool> stopping{false};
     std::jthread signals([&stopping] {
       common::WaitForTerminationSignal();
@@ -124,7 +129,7 @@ void AddLabelsCommand(CLI::App& app) {
       // A configuration or layout change wakes at once; the resync catches changes nothing
       // announces.
       for (int waited = 0; waited < flags->resync_seconds * 10 && !stopping; ++waited) {
-        if (watch.Wait(100)) break;
+        if (watch.Wait(100) || relabel.exchange(false)) break;
       }
     }
     std::exit(0);

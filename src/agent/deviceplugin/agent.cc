@@ -31,6 +31,8 @@ ResourcePlan DevicePluginAgent::plan() const {
 }
 
 absl::Status DevicePluginAgent::Replan() {
+  // One plan at a time, so an older plan never lands after a newer one.
+  absl::MutexLock replanning(&replan_mu_);
   std::vector<hw::Inventory> inventories;
   std::vector<hw::Gpu> gpus;
   for (hw::Accelerator* accelerator : accelerators_) {

@@ -76,6 +76,7 @@ class DevicePluginAgent {
   const DevicePluginAgentOptions options_;
   HealthTracker health_;
   DevicePluginManager manager_;
+  absl::Mutex replan_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::optional<DevicePluginConfig> config_ ABSL_GUARDED_BY(mu_);
   ResourcePlan plan_ ABSL_GUARDED_BY(mu_);
