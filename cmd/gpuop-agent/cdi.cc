@@ -26,8 +26,8 @@ struct Flags {
 };
 
 // Writes every vendor's spec; returns the number of failures.
-int GenerateOnce(const Flags& options) {
-  const Flags* flags = &options;
+int GenerateOnce(const Flags& command_flags) {
+  const Flags* flags = &command_flags;
   int failures = 0;
   for (auto& accelerator : OpenAccelerators(flags->hardware)) {
     absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
