@@ -117,9 +117,12 @@ void DevicePluginAgent::Sample() {
 void DevicePluginAgent::WatchConfigAndSamples(std::stop_token stop) {
   absl::Time next_sample = options_.clock->Now() + options_.sample_interval;
   absl::Time next_resync = options_.clock->Now() + options_.resync_interval;
+  // The earliest recovery seen so far. Kept across iterations: once a condition has expired,
+  // NextRecovery() no longer mentions it, but its devices still need the refresh.
+  absl::Time recovery = absl::InfiniteFuture();
   while (!stop.stop_requested()) {
     const absl::Time now = options_.clock->Now();
-    const absl::Time recovery = health_.NextRecovery();
+    recovery = std::min(recovery, health_.NextRecovery());
     const absl::Time next = std::min(next_sample, recovery);
     // Wake for a configuration or layout change, the next sample or recovery, or (at least) to
     // notice a stop request.
@@ -138,7 +141,10 @@ void DevicePluginAgent::WatchConfigAndSamples(std::stop_token stop) {
       next_sample = options_.clock->Now() + options_.sample_interval;
     }
     // A condition expired: its devices are healthy again.
-    if (options_.clock->Now() >= recovery) manager_.RefreshHealth(health_);
+    if (options_.clock->Now() >= recovery) {
+      manager_.RefreshHealth(health_);
+      recovery = absl::InfiniteFuture();
+    }
   }
 }
 
