@@ -12,9 +12,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/deviceplugin/health.h"
 #include "agent/deviceplugin/plugin_server.h"
 #include "agent/deviceplugin/resources.h"
+#include "agent/health/tracker.h"
 
 namespace gpuop::agent {
 

@@ -1,5 +1,5 @@
-#ifndef GPUOP_AGENT_DEVICEPLUGIN_HEALTH_H_
-#define GPUOP_AGENT_DEVICEPLUGIN_HEALTH_H_
+#ifndef GPUOP_AGENT_HEALTH_TRACKER_H_
+#define GPUOP_AGENT_HEALTH_TRACKER_H_
 
 #include <map>
 #include <optional>
@@ -35,9 +35,11 @@ struct Unhealthy {
 // Per-GPU (and per-MIG-instance) health from hardware events and samples.
 //
 // A GPU is unhealthy while any of its conditions holds: a critical XID or double-bit ECC error
-// within `recover_after`, a lost GPU (until a sample shows it answering again), a row-remap
-// failure (while the sample reports it). An XID attributed to a MIG instance affects only that
-// instance's device. Thread-safe.
+// within `recover_after`; a lost GPU (until a sample shows it answering again); while samples
+// report them, a row-remap failure, retired pages pending (the GPU needs a reset), or a
+// temperature at or above the slowdown threshold; or a condition another component reported
+// (SetExternal). An XID attributed to a MIG instance affects only that instance's device.
+// Thread-safe.
 class HealthTracker {
  public:
   HealthTracker(HealthPolicy policy, const common::Clock& clock)
@@ -57,6 +59,10 @@ class HealthTracker {
   // When the next recovery is due (for a timer), or InfiniteFuture.
   absl::Time NextRecovery() const;
 
+  // Replaces the conditions reported by another component (the health monitor's file), by GPU
+  // UUID. Returns true when that changed anything.
+  bool SetExternal(std::map<std::string, Unhealthy> external);
+
  private:
   struct Condition {
     std::string reason;
@@ -67,18 +73,24 @@ class HealthTracker {
     std::optional<Condition> event;  // XID / ECC, recovers after quiet time
     std::optional<Condition> lost;
     std::optional<Condition> remap_failure;
+    std::optional<Condition> retired_pending;
+    std::optional<Condition> thermal;
     std::map<unsigned int, Condition> instances;  // MIG-attributed XIDs by GPU instance
   };
 
   bool Expired(const Condition& c, absl::Time now) const;
   static void Set(std::optional<Condition>& slot, const std::string& reason, absl::Time now);
+  // Sets or clears a sample-driven condition; returns true when it appeared or went away.
+  static bool Track(std::optional<Condition>& slot, bool holds, const std::string& reason,
+                    absl::Time now);
 
   const HealthPolicy policy_;
   const common::Clock& clock_;
   mutable absl::Mutex mu_;
   std::map<std::string, GpuHealth> gpus_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Unhealthy> external_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gpuop::agent
 
-#endif  // GPUOP_AGENT_DEVICEPLUGIN_HEALTH_H_
+#endif  // GPUOP_AGENT_HEALTH_TRACKER_H_

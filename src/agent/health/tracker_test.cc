@@ -1,4 +1,4 @@
-#include "agent/deviceplugin/health.h"
+#include "agent/health/tracker.h"
 
 #include <gtest/gtest.h>
 
@@ -70,6 +70,33 @@ TEST_F(HealthTrackerTest, LostGpuReturnsWhenItAnswers) {
   EXPECT_TRUE(health.Observe(inv, remap));
   EXPECT_EQ(health.Check("GPU-a")->reason, "row remap failure");
   EXPECT_FALSE(health.Observe(inv, remap));
+}
+
+TEST_F(HealthTrackerTest, SlowSignalsHoldWhileTheSampleReportsThem) {
+  HealthTracker health({}, clock_);
+  hw::Inventory inv;
+  inv.gpus.push_back({.vendor = hw::Vendor::kNvidia, .index = 0, .uuid = "GPU-a"});
+  hw::Sample hot{
+      .gpus = {{.index = 0, .temperature_celsius = 92, .slowdown_temperature_celsius = 87}}};
+  EXPECT_TRUE(health.Observe(inv, hot));
+  EXPECT_EQ(health.Check("GPU-a")->reason,
+            "temperature 92 C at or above the slowdown threshold 87 C");
+  hw::Sample cool{
+      .gpus = {{.index = 0, .temperature_celsius = 60, .slowdown_temperature_celsius = 87}}};
+  EXPECT_TRUE(health.Observe(inv, cool));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+  hw::Sample pending{.gpus = {{.index = 0, .retired_pages_pending = true}}};
+  EXPECT_TRUE(health.Observe(inv, pending));
+  EXPECT_EQ(health.Check("GPU-a")->reason, "retired pages pending a GPU reset");
+}
+
+TEST_F(HealthTrackerTest, ExternalConditionsCount) {
+  HealthTracker health({}, clock_);
+  EXPECT_TRUE(health.SetExternal({{"GPU-x", {.reason = "XID 79"}}}));
+  EXPECT_EQ(health.Check("GPU-x")->reason, "XID 79");
+  EXPECT_FALSE(health.SetExternal({{"GPU-x", {.reason = "XID 79"}}}));
+  EXPECT_TRUE(health.SetExternal({}));
+  EXPECT_FALSE(health.Check("GPU-x").has_value());
 }
 
 }  // namespace

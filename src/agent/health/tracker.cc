@@ -1,4 +1,4 @@
-#include "agent/deviceplugin/health.h"
+#include "agent/health/tracker.h"
 
 #include <algorithm>
 
@@ -56,6 +56,30 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
   return changed;
 }
 
+bool HealthTracker::Track(std::optional<Condition>& slot, bool holds, const std::string& reason,
+                          absl::Time now) {
+  if (holds) {
+    const bool appeared = !slot.has_value();
+    Set(slot, reason, now);
+    return appeared;
+  }
+  if (!slot.has_value()) return false;
+  slot.reset();
+  return true;
+}
+
+bool HealthTracker::SetExternal(std::map<std::string, Unhealthy> external) {
+  absl::MutexLock lock(&mu_);
+  auto reasons = [](const std::map<std::string, Unhealthy>& m) {
+    std::map<std::string, std::string> out;
+    for (const auto& [uuid, u] : m) out[uuid] = u.reason;
+    return out;
+  };
+  const bool changed = reasons(external) != reasons(external_);
+  external_ = std::move(external);
+  return changed;
+}
+
 bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sample) {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
@@ -75,13 +99,22 @@ bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sa
       gpu.lost.reset();  // It answers again.
       changed = true;
     }
-    if (s.remapped_rows_failure.value_or(false)) {
-      changed = changed || !gpu.remap_failure.has_value();
-      Set(gpu.remap_failure, "row remap failure", now);
-    } else if (gpu.remap_failure.has_value()) {
-      gpu.remap_failure.reset();
-      changed = true;
-    }
+    changed = Track(gpu.remap_failure, s.remapped_rows_failure.value_or(false), "row remap failure",
+                    now) ||
+              changed;
+    changed = Track(gpu.retired_pending, s.retired_pages_pending.value_or(false),
+                    "retired pages pending a GPU reset", now) ||
+              changed;
+    const bool hot = s.temperature_celsius.has_value() &&
+                     s.slowdown_temperature_celsius.has_value() &&
+                     *s.temperature_celsius >= *s.slowdown_temperature_celsius;
+    changed = Track(gpu.thermal, hot,
+                    hot ? absl::StrCat("temperature ", *s.temperature_celsius,
+                                       " C at or above the slowdown threshold ",
+                                       *s.slowdown_temperature_celsius, " C")
+                        : "",
+                    now) ||
+              changed;
   }
   return changed;
 }
@@ -90,17 +123,23 @@ std::optional<Unhealthy> HealthTracker::Check(const std::string& gpu_uuid,
                                               std::optional<unsigned int> gpu_instance) const {
   absl::MutexLock lock(&mu_);
   auto it = gpus_.find(gpu_uuid);
-  if (it == gpus_.end()) return std::nullopt;
+  if (it == gpus_.end()) {
+    auto ext = external_.find(gpu_uuid);
+    return ext == external_.end() ? std::nullopt : std::optional<Unhealthy>(ext->second);
+  }
   const absl::Time now = clock_.Now();
   const GpuHealth& gpu = it->second;
   auto report = [](const Condition& c) { return Unhealthy{.reason = c.reason, .since = c.since}; };
   if (gpu.lost.has_value()) return report(*gpu.lost);
   if (gpu.remap_failure.has_value()) return report(*gpu.remap_failure);
+  if (gpu.retired_pending.has_value()) return report(*gpu.retired_pending);
+  if (gpu.thermal.has_value()) return report(*gpu.thermal);
   if (gpu.event.has_value() && !Expired(*gpu.event, now)) return report(*gpu.event);
   if (gpu_instance.has_value()) {
     auto inst = gpu.instances.find(*gpu_instance);
     if (inst != gpu.instances.end() && !Expired(inst->second, now)) return report(inst->second);
   }
+  if (auto ext = external_.find(gpu_uuid); ext != external_.end()) return ext->second;
   return std::nullopt;
 }
 
