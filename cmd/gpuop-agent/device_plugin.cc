@@ -19,6 +19,7 @@ void AddDevicePluginCommand(CLI::App& app) {
     int recover_after_seconds = 600;
     std::vector<uint64_t> ignore_xids = {13, 31, 43, 45, 68, 109};
     std::string layout_file;
+    std::string health_file = "/run/gpuop/gpu-health.json";
     std::string node_name;
     std::string kubeconfig;
   };
@@ -42,6 +43,9 @@ void AddDevicePluginCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--layout-file", flags->layout_file,
                   "File the MIG manager rewrites after a layout change (re-plans at once)");
+  sub->add_option("--health-file", flags->health_file,
+                  "The health monitor's verdicts, honoured as they change (empty: none)")
+      ->capture_default_str();
   sub->add_option("--node-name", flags->node_name,
                   "This node ($NODE_NAME): its label nvidia.com/device-plugin.config picks the "
                   "configuration");
@@ -55,8 +59,10 @@ void AddDevicePluginCommand(CLI::App& app) {
     agent::DevicePluginAgent plugin(
         raw, source,
         {.manager = {.plugin_dir = flags->plugin_dir},
-         .health = {.ignored_xids = {flags->ignore_xids.begin(), flags->ignore_xids.end()},
-                    .recover_after = absl::Seconds(flags->recover_after_seconds)},
+         .health = {.policy = {.ignored_xids = {flags->ignore_xids.begin(),
+                                                flags->ignore_xids.end()},
+                               .recover_after = absl::Seconds(flags->recover_after_seconds)},
+                    .external_file = flags->health_file},
          .layout_file = flags->layout_file});
     if (absl::Status started = plugin.Start(); !started.ok()) {
       std::fprintf(stderr, "device-plugin: %s\n", started.ToString().c_str());

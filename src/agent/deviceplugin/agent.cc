@@ -10,8 +10,9 @@ DevicePluginAgent::DevicePluginAgent(std::vector<hw::Accelerator*> accelerators,
     : accelerators_(std::move(accelerators)),
       source_(config),
       options_(std::move(options)),
-      health_(options_.health, *options_.clock),
-      manager_(options_.manager) {}
+      manager_(options_.manager),
+      health_(accelerators_, options_.health,
+              [this] { manager_.RefreshHealth(health_.tracker()); }) {}
 
 DevicePluginAgent::~DevicePluginAgent() { Stop(); }
 
@@ -43,10 +44,10 @@ absl::Status DevicePluginAgent::Replan() {
   absl::StatusOr<DevicePluginConfig> loaded = source_.Load();
   absl::StatusOr<ResourcePlan> plan =
       loaded.ok() ? PlanResources(gpus, *loaded) : absl::StatusOr<ResourcePlan>(loaded.status());
+  health_.SetInventories(std::move(inventories));
   DevicePluginConfig config;
   {
     absl::MutexLock lock(&mu_);
-    inventories_ = std::move(inventories);
     if (!plan.ok()) {
       // Keep serving what was good; say why the new configuration is not in force.
       last_error_ = plan.status();
@@ -61,7 +62,7 @@ absl::Status DevicePluginAgent::Replan() {
     plan_ = *plan;
     config = *config_;
   }
-  return manager_.Apply(*plan, config, Topology(gpus), &health_);
+  return manager_.Apply(*plan, config, Topology(gpus), &health_.tracker());
 }
 
 absl::Status DevicePluginAgent::Start() {
@@ -72,78 +73,28 @@ absl::Status DevicePluginAgent::Start() {
         watch_.Add(options_.layout_file.parent_path(), options_.layout_file.filename().string()));
   }
   GPUOP_RETURN_IF_ERROR(Replan());
-  for (hw::Accelerator* accelerator : accelerators_) {
-    threads_.emplace_back(
-        [this, accelerator](std::stop_token stop) { WatchEvents(stop, accelerator); });
-  }
-  threads_.emplace_back([this](std::stop_token stop) { WatchConfigAndSamples(stop); });
+  GPUOP_RETURN_IF_ERROR(health_.Start());
+  config_thread_ = std::jthread([this](std::stop_token stop) { WatchConfig(stop); });
   return absl::OkStatus();
 }
 
 void DevicePluginAgent::Stop() {
-  for (auto& t : threads_) t.request_stop();
-  threads_.clear();  // Joins.
+  config_thread_ = std::jthread();  // Stops and joins.
+  health_.Stop();
   manager_.Stop();
 }
 
-void DevicePluginAgent::WatchEvents(std::stop_token stop, hw::Accelerator* accelerator) {
-  while (!stop.stop_requested()) {
-    absl::StatusOr<std::vector<hw::HardwareEvent>> events =
-        accelerator->WaitEvents(options_.event_wait);
-    if (!events.ok()) {
-      // No event source (AMD) or a broken one: samples still catch lost GPUs.
-      if (events.status().code() == absl::StatusCode::kUnimplemented) return;
-      options_.clock->SleepFor(options_.event_wait, stop);
-      continue;
-    }
-    if (!events->empty() && health_.Observe(*events)) manager_.RefreshHealth(health_);
-  }
-}
-
-void DevicePluginAgent::Sample() {
-  std::vector<hw::Inventory> inventories;
-  {
-    absl::MutexLock lock(&mu_);
-    inventories = inventories_;
-  }
-  bool changed = false;
-  for (size_t i = 0; i < accelerators_.size() && i < inventories.size(); ++i) {
-    absl::StatusOr<hw::Sample> sample = accelerators_[i]->TakeSample();
-    if (sample.ok()) changed = health_.Observe(inventories[i], *sample) || changed;
-  }
-  if (changed) manager_.RefreshHealth(health_);
-}
-
-void DevicePluginAgent::WatchConfigAndSamples(std::stop_token stop) {
-  absl::Time next_sample = options_.clock->Now() + options_.sample_interval;
+void DevicePluginAgent::WatchConfig(std::stop_token stop) {
   absl::Time next_resync = options_.clock->Now() + options_.resync_interval;
-  // The earliest recovery seen so far. Kept across iterations: once a condition has expired,
-  // NextRecovery() no longer mentions it, but its devices still need the refresh.
-  absl::Time recovery = absl::InfiniteFuture();
+  const int wait_ms = static_cast<int>(absl::ToInt64Milliseconds(options_.poll));
   while (!stop.stop_requested()) {
-    const absl::Time now = options_.clock->Now();
-    recovery = std::min(recovery, health_.NextRecovery());
-    const absl::Time next = std::min(next_sample, recovery);
-    // Wake for a configuration or layout change, the next sample or recovery, or (at least) to
-    // notice a stop request.
-    const int wait_ms = static_cast<int>(std::clamp<int64_t>(
-        absl::ToInt64Milliseconds(next - now), 0, absl::ToInt64Milliseconds(options_.event_wait)));
+    // Wake for a configuration or layout change, or (at least) to notice a stop request.
     const bool changed = watch_.Wait(wait_ms);
-    if (changed || options_.clock->Now() >= next_resync) {
-      next_resync = options_.clock->Now() + options_.resync_interval;
-      if (absl::Status s = Replan(); !s.ok()) {
-        absl::MutexLock lock(&mu_);
-        last_error_ = s;
-      }
-    }
-    if (options_.clock->Now() >= next_sample) {
-      Sample();
-      next_sample = options_.clock->Now() + options_.sample_interval;
-    }
-    // A condition expired: its devices are healthy again.
-    if (options_.clock->Now() >= recovery) {
-      manager_.RefreshHealth(health_);
-      recovery = absl::InfiniteFuture();
+    if (!changed && options_.clock->Now() < next_resync) continue;
+    next_resync = options_.clock->Now() + options_.resync_interval;
+    if (absl::Status s = Replan(); !s.ok()) {
+      absl::MutexLock lock(&mu_);
+      last_error_ = s;
     }
   }
 }

@@ -11,7 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/deviceplugin/config_source.h"
 #include "agent/deviceplugin/manager.h"
-#include "agent/health/tracker.h"
+#include "agent/health/watcher.h"
 #include "common/clock.h"
 #include "common/file_watch.h"
 #include "hw/accelerator.h"
@@ -20,12 +20,8 @@ namespace gpuop::agent {
 
 struct DevicePluginAgentOptions {
   DevicePluginManagerOptions manager;
-  HealthPolicy health;
-  // How often the slow signals are sampled (GPU lost, row-remap failure); events (XIDs, ECC,
-  // GPU lost) arrive as they happen.
-  absl::Duration sample_interval = absl::Seconds(10);
-  // Longest single wait for hardware events, which bounds how long Stop() takes.
-  absl::Duration event_wait = absl::Milliseconds(500);
+  // Health from hardware events, samples and the health monitor's file (`external_file`).
+  HealthWatcherOptions health;
   // A file gpuop's MIG manager rewrites after changing the GPUs' layout; a change re-plans at
   // once. Empty: no such notification (MIG changes are then seen at the next resync).
   std::filesystem::path layout_file;
@@ -33,12 +29,15 @@ struct DevicePluginAgentOptions {
   // (nvidia-smi run by hand).
   absl::Duration resync_interval = absl::Minutes(5);
   const common::Clock* clock = &common::Clock::Real();
+  // Longest wait for a file change, which bounds how long Stop() takes.
+  absl::Duration poll = absl::Milliseconds(500);
 };
 
 // The `gpuop-agent device-plugin` component: discovers the GPUs, plans resources from the
 // configuration, serves them to the kubelet (DevicePluginManager) and keeps their health
-// current: hardware events mark devices unhealthy at once, samples notice lost GPUs and
-// row-remap failures, and devices return to Healthy when their condition clears.
+// current (HealthWatcher): hardware events mark devices unhealthy at once, samples notice the
+// slow signals, the health monitor's verdicts are honoured, and devices return to Healthy when
+// their condition clears.
 // A configuration change (file or node label) or a layout notification re-plans without a
 // restart; a configuration that fails to load or plan keeps the last good one in service and is
 // reported.
@@ -63,27 +62,24 @@ class DevicePluginAgent {
   absl::Status last_error() const;
   DevicePluginConfig config() const;
   ResourcePlan plan() const;
-  const HealthTracker& health() const { return health_; }
+  const HealthTracker& health() const { return health_.tracker(); }
   DevicePluginManager& manager() { return manager_; }
 
  private:
-  void WatchEvents(std::stop_token stop, hw::Accelerator* accelerator);
-  void WatchConfigAndSamples(std::stop_token stop);
-  void Sample();
+  void WatchConfig(std::stop_token stop);
 
   std::vector<hw::Accelerator*> accelerators_;
   ConfigSource& source_;
   const DevicePluginAgentOptions options_;
-  HealthTracker health_;
   DevicePluginManager manager_;
+  HealthWatcher health_;
   absl::Mutex replan_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   std::optional<DevicePluginConfig> config_ ABSL_GUARDED_BY(mu_);
   ResourcePlan plan_ ABSL_GUARDED_BY(mu_);
-  std::vector<hw::Inventory> inventories_ ABSL_GUARDED_BY(mu_);  // per accelerator
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   common::FileWatch watch_;
-  std::vector<std::jthread> threads_;
+  std::jthread config_thread_;
 };
 
 }  // namespace gpuop::agent

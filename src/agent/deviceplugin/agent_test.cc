@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "hw/nvml/nvml_accelerator.h"
+#include "kube/types/object_meta.h"
 #include "test/fakes/kubelet/fake_kubelet.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 
@@ -54,10 +56,12 @@ class DevicePluginAgentTest : public ::testing::Test {
     agent_ = std::make_unique<DevicePluginAgent>(
         std::vector<hw::Accelerator*>{nvml_.get()}, *source_,
         DevicePluginAgentOptions{.manager = {.plugin_dir = plugin_dir_},
-                                 .health = health,
-                                 .sample_interval = absl::Milliseconds(50),
-                                 .event_wait = absl::Milliseconds(50),
-                                 .layout_file = dir_.path() / "run" / "layout"});
+                                 .health = {.policy = health,
+                                            .sample_interval = absl::Milliseconds(50),
+                                            .event_wait = absl::Milliseconds(50),
+                                            .external_file = dir_.path() / "run" / "health.json"},
+                                 .layout_file = dir_.path() / "run" / "layout",
+                                 .poll = absl::Milliseconds(50)});
     const absl::Status started = agent_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -237,6 +241,26 @@ TEST_F(DevicePluginAgentTest, XidMarksUnhealthyThenRecoversAfterTheQuietPeriod) 
   ASSERT_TRUE(bad.has_value());
   EXPECT_EQ(bad->reason, "XID 79");
   EXPECT_FALSE(agent_->health().Check(inventory->gpus[2].uuid).has_value());
+  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+}
+
+TEST_F(DevicePluginAgentTest, HonoursTheHealthMonitorsFileUntilItExpires) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok());
+  // What the health monitor writes when it finds GPU 6 over its slowdown temperature.
+  const std::string file = absl::StrCat(R"({"updated": "2026-01-01T00:00:00Z", "expires": ")",
+                                        kube::FormatTimestamp(absl::Now() + absl::Seconds(2)),
+                                        R"(", "gpus": [{"uuid": ")", inventory->gpus[6].uuid,
+                                        R"(", "index": 6, "healthy": false,
+      "code": "ThermalSlowdown", "reason": "temperature 93 C", "since": "2026-01-01T00:00:00Z"}]})");
+  ASSERT_TRUE(common::WriteFileAtomically(dir_.path() / "run" / "health.json", file).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 7, kWait).ok());
+  auto bad = agent_->health().Check(inventory->gpus[6].uuid);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->code, "ThermalSlowdown");
+  // Nobody refreshes the file: its verdicts lapse at the next sample after it expires.
   EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
 }
 

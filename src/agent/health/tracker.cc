@@ -10,12 +10,13 @@ bool HealthTracker::Expired(const Condition& c, absl::Time now) const {
   return policy_.recover_after > absl::ZeroDuration() && now - c.last >= policy_.recover_after;
 }
 
-void HealthTracker::Set(std::optional<Condition>& slot, const std::string& reason, absl::Time now) {
-  if (slot.has_value()) {
+void HealthTracker::Set(std::optional<Condition>& slot, const char* code, const std::string& reason,
+                        absl::Time now) {
+  if (slot.has_value() && slot->code == code) {
     slot->reason = reason;
     slot->last = now;
   } else {
-    slot = Condition{.reason = reason, .since = now, .last = now};
+    slot = Condition{.code = code, .reason = reason, .since = now, .last = now};
   }
 }
 
@@ -32,22 +33,23 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
         const std::string reason = absl::StrCat("XID ", e.xid);
         if (e.gpu_instance_id.has_value()) {
           auto [it, inserted] = gpu.instances.try_emplace(
-              *e.gpu_instance_id, Condition{.reason = reason, .since = at, .last = at});
+              *e.gpu_instance_id,
+              Condition{.code = "XidError", .reason = reason, .since = at, .last = at});
           if (!inserted) it->second.last = at;
           changed = changed || inserted;
         } else {
           changed = changed || !gpu.event.has_value();
-          Set(gpu.event, reason, at);
+          Set(gpu.event, "XidError", reason, at);
         }
         break;
       }
       case hw::HardwareEvent::Kind::kDoubleBitEcc:
         changed = changed || !gpu.event.has_value();
-        Set(gpu.event, "double-bit ECC error", at);
+        Set(gpu.event, "DoubleBitEccError", "double-bit ECC error", at);
         break;
       case hw::HardwareEvent::Kind::kGpuLost:
         changed = changed || !gpu.lost.has_value();
-        Set(gpu.lost, "GPU lost", at);
+        Set(gpu.lost, "GpuLost", "GPU lost", at);
         break;
       case hw::HardwareEvent::Kind::kSingleBitEcc:
         break;  // Corrected: a trend signal, not a failure.
@@ -56,11 +58,11 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
   return changed;
 }
 
-bool HealthTracker::Track(std::optional<Condition>& slot, bool holds, const std::string& reason,
-                          absl::Time now) {
+bool HealthTracker::Track(std::optional<Condition>& slot, bool holds, const char* code,
+                          const std::string& reason, absl::Time now) {
   if (holds) {
     const bool appeared = !slot.has_value();
-    Set(slot, reason, now);
+    Set(slot, code, reason, now);
     return appeared;
   }
   if (!slot.has_value()) return false;
@@ -92,23 +94,23 @@ bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sa
     GpuHealth& gpu = gpus_[uuid];
     if (s.lost) {
       changed = changed || !gpu.lost.has_value();
-      Set(gpu.lost, "GPU lost", now);
+      Set(gpu.lost, "GpuLost", "GPU lost", now);
       continue;
     }
     if (gpu.lost.has_value()) {
       gpu.lost.reset();  // It answers again.
       changed = true;
     }
-    changed = Track(gpu.remap_failure, s.remapped_rows_failure.value_or(false), "row remap failure",
-                    now) ||
+    changed = Track(gpu.remap_failure, s.remapped_rows_failure.value_or(false), "RowRemapFailure",
+                    "row remap failure", now) ||
               changed;
     changed = Track(gpu.retired_pending, s.retired_pages_pending.value_or(false),
-                    "retired pages pending a GPU reset", now) ||
+                    "RetiredPagesPending", "retired pages pending a GPU reset", now) ||
               changed;
     const bool hot = s.temperature_celsius.has_value() &&
                      s.slowdown_temperature_celsius.has_value() &&
                      *s.temperature_celsius >= *s.slowdown_temperature_celsius;
-    changed = Track(gpu.thermal, hot,
+    changed = Track(gpu.thermal, hot, "ThermalSlowdown",
                     hot ? absl::StrCat("temperature ", *s.temperature_celsius,
                                        " C at or above the slowdown threshold ",
                                        *s.slowdown_temperature_celsius, " C")
@@ -129,7 +131,9 @@ std::optional<Unhealthy> HealthTracker::Check(const std::string& gpu_uuid,
   }
   const absl::Time now = clock_.Now();
   const GpuHealth& gpu = it->second;
-  auto report = [](const Condition& c) { return Unhealthy{.reason = c.reason, .since = c.since}; };
+  auto report = [](const Condition& c) {
+    return Unhealthy{.code = c.code, .reason = c.reason, .since = c.since};
+  };
   if (gpu.lost.has_value()) return report(*gpu.lost);
   if (gpu.remap_failure.has_value()) return report(*gpu.remap_failure);
   if (gpu.retired_pending.has_value()) return report(*gpu.retired_pending);

@@ -28,7 +28,11 @@ struct HealthPolicy {
 
 // Why one device is unhealthy.
 struct Unhealthy {
-  std::string reason;  // "XID 79", "double-bit ECC error", "GPU lost", "row remap failure"
+  // For machines, UpperCamelCase (a Node condition's reason): XidError, DoubleBitEccError,
+  // GpuLost, RowRemapFailure, RetiredPagesPending, ThermalSlowdown.
+  std::string code;
+  // For people: "XID 79", "double-bit ECC error", "temperature 91 C at or above ...".
+  std::string reason;
   absl::Time since;
 };
 
@@ -65,6 +69,7 @@ class HealthTracker {
 
  private:
   struct Condition {
+    std::string code;
     std::string reason;
     absl::Time since;
     absl::Time last;  // the latest occurrence
@@ -79,10 +84,11 @@ class HealthTracker {
   };
 
   bool Expired(const Condition& c, absl::Time now) const;
-  static void Set(std::optional<Condition>& slot, const std::string& reason, absl::Time now);
+  static void Set(std::optional<Condition>& slot, const char* code, const std::string& reason,
+                  absl::Time now);
   // Sets or clears a sample-driven condition; returns true when it appeared or went away.
-  static bool Track(std::optional<Condition>& slot, bool holds, const std::string& reason,
-                    absl::Time now);
+  static bool Track(std::optional<Condition>& slot, bool holds, const char* code,
+                    const std::string& reason, absl::Time now);
 
   const HealthPolicy policy_;
   const common::Clock& clock_;

@@ -1,0 +1,250 @@
+#include "agent/health/node_publisher.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kube/client/resource.h"
+#include "kube/events/event.h"
+
+namespace gpuop::agent {
+
+namespace {
+
+constexpr char kReportingController[] = "gpuop.io/health-monitor";
+
+std::string EventNote(const HealthTransition& t) {
+  if (t.recovered) {
+    return absl::StrCat(
+        t.device.Describe(), " is healthy again",
+        t.previous.has_value() ? absl::StrCat(" (was: ", t.previous->reason, ")") : "");
+  }
+  return absl::StrCat(t.device.Describe(), ": ", t.device.problem->reason,
+                      "; its devices are no longer offered to new pods");
+}
+
+}  // namespace
+
+struct NodeHealthPublisher::Metrics {
+  explicit Metrics(metrics::Registry& r)
+      : writes(r.AddCounter("gpuop_health_publish_writes_total",
+                            "Writes of GPU health to the API server, by kind and result.",
+                            {"kind", "result"})),
+        dropped(r.AddCounter("gpuop_health_publish_events_dropped_total",
+                             "Health transitions dropped because too many waited to be written.")) {
+  }
+  metrics::Family<metrics::Counter>& writes;
+  metrics::Family<metrics::Counter>& dropped;
+};
+
+NodeHealthPublisher::NodeHealthPublisher(kube::Client& client, kube::EventSink& events,
+                                         NodeHealthPublisherOptions options)
+    : client_(client), events_(events), options_(std::move(options)), clock_(*options_.clock) {
+  if (options_.metrics != nullptr) {
+    metrics_ = std::make_unique<Metrics>(*options_.metrics);
+    options_.metrics->AddCollector([this](metrics::TextWriter& w) {
+      const NodeHealthPublisherStats s = stats();
+      w.Header("gpuop_health_publish_pending",
+               "Health updates waiting for the API server: the condition (0 or 1) and events.",
+               "gauge");
+      w.Sample("gpuop_health_publish_pending", {{"kind", "condition"}},
+               s.condition_pending ? 1 : 0);
+      w.Sample("gpuop_health_publish_pending", {{"kind", "event"}},
+               static_cast<double>(s.events_pending));
+    });
+  }
+}
+
+NodeHealthPublisher::~NodeHealthPublisher() { Stop(); }
+
+void NodeHealthPublisher::Start() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  if (writer_.joinable()) return;
+  writer_ = std::jthread([this](std::stop_token stop) { Loop(stop); });
+}
+
+void NodeHealthPublisher::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  if (!writer_.joinable()) return;
+  writer_.request_stop();
+  {
+    absl::MutexLock lock(&mu_);
+    wake_ = true;
+  }
+  writer_.join();
+  writer_ = std::jthread();
+}
+
+void NodeHealthPublisher::Update(const HealthReport& report,
+                                 std::vector<HealthTransition> transitions) {
+  kube::Condition condition = NodeCondition(report);
+  absl::MutexLock lock(&mu_);
+  if (!condition_.has_value() || condition_->status != condition.status) {
+    transition_time_ = report.time;
+  }
+  if (!condition_.has_value() || condition_->status != condition.status ||
+      condition_->reason != condition.reason || condition_->message != condition.message) {
+    condition_ = std::move(condition);
+    condition_dirty_ = true;
+  }
+  for (auto& t : transitions) {
+    const std::string name = kube::EventName(options_.node_name, absl::Uniform<uint64_t>(random_));
+    pending_.push_back({.name = name, .transition = std::move(t)});
+  }
+  while (pending_.size() > options_.max_pending_events) {
+    pending_.pop_front();
+    ++stats_.events_dropped;
+    if (metrics_) metrics_->dropped.Get().Inc();
+  }
+  wake_ = true;
+}
+
+absl::Status NodeHealthPublisher::LearnNode() {
+  GPUOP_ASSIGN_OR_RETURN(kube::Json node,
+                         client_.Get(kube::resources::kNodes, "", options_.node_name));
+  kube::ObjectReference ref = kube::ReferenceTo(node);
+  ref.resource_version.clear();
+  node_ref_ = std::move(ref);
+  const kube::Json& conditions = node["status"].is_object() && node["status"].contains("conditions")
+                                     ? node["status"]["conditions"]
+                                     : kube::Json::array();
+  const std::vector<kube::Condition> parsed = kube::ParseConditions(conditions);
+  if (const kube::Condition* c = kube::FindCondition(parsed, kGpuHealthyCondition)) existing_ = *c;
+  return absl::OkStatus();
+}
+
+absl::Status NodeHealthPublisher::WriteCondition(const kube::Condition& condition,
+                                                 absl::Time transition) {
+  // Keep the published transition time when the status is what the Node already shows (the
+  // agent restarted, or this is a heartbeat).
+  if (existing_.has_value() && existing_->status == condition.status &&
+      existing_->last_transition_time != absl::InfinitePast()) {
+    transition = existing_->last_transition_time;
+  }
+  const kube::Json entry = {{"type", condition.type},
+                            {"status", condition.status},
+                            {"reason", condition.reason},
+                            {"message", kube::Truncate(condition.message, kube::kMaxNoteBytes)},
+                            {"lastHeartbeatTime", kube::FormatTimestamp(clock_.Now())},
+                            {"lastTransitionTime", kube::FormatTimestamp(transition)}};
+  const kube::Json patch = {{"status", {{"conditions", kube::Json::array({entry})}}}};
+  absl::StatusOr<kube::Json> patched =
+      client_.Patch(kube::resources::kNodes, "", options_.node_name,
+                    kube::PatchType::kStrategicMergePatch, patch, {.subresource = "status"});
+  if (metrics_) {
+    metrics_->writes.With({"condition", patched.ok() ? "ok" : "error"}).Inc();
+  }
+  if (!patched.ok()) return patched.status();
+  kube::Condition written = condition;
+  written.last_transition_time = transition;
+  existing_ = std::move(written);
+  return absl::OkStatus();
+}
+
+absl::Status NodeHealthPublisher::WriteEvent(const PendingEvent& event) {
+  const HealthTransition& t = event.transition;
+  kube::EventDetails details{
+      .regarding = *node_ref_,
+      .type = t.recovered ? kube::EventType::kNormal : kube::EventType::kWarning,
+      .reason = t.recovered ? "GPURecovered" : "GPUUnhealthy",
+      .action = t.recovered ? "MarkHealthy" : "MarkUnhealthy",
+      .note = kube::Truncate(EventNote(t), kube::kMaxNoteBytes)};
+  const std::string instance =
+      options_.reporting_instance.empty() ? options_.node_name : options_.reporting_instance;
+  const kube::Json object =
+      kube::EventObject(details, event.name, kube::EventNamespace(details.regarding), t.time,
+                        kReportingController, kube::Truncate(instance, kube::kMaxReportingBytes));
+  absl::Status written = events_.Create(kube::EventNamespace(details.regarding), object);
+  // Already there: an earlier attempt succeeded although its answer was lost.
+  if (absl::IsAlreadyExists(written)) written = absl::OkStatus();
+  if (metrics_) metrics_->writes.With({"event", written.ok() ? "ok" : "error"}).Inc();
+  return written;
+}
+
+absl::Status NodeHealthPublisher::Flush() {
+  if (!node_ref_.has_value()) GPUOP_RETURN_IF_ERROR(LearnNode());
+  std::optional<kube::Condition> condition;
+  absl::Time transition;
+  {
+    absl::MutexLock lock(&mu_);
+    const bool heartbeat_due = clock_.Now() >= next_heartbeat_;
+    if (condition_.has_value() && (condition_dirty_ || heartbeat_due)) {
+      condition = condition_;
+      transition = transition_time_;
+      condition_dirty_ = false;
+    }
+  }
+  if (condition.has_value()) {
+    if (absl::Status s = WriteCondition(*condition, transition); !s.ok()) {
+      absl::MutexLock lock(&mu_);
+      condition_dirty_ = true;  // unless a newer one replaced it, which is dirty anyway
+      return s;
+    }
+    absl::MutexLock lock(&mu_);
+    ++stats_.condition_writes;
+    next_heartbeat_ = clock_.Now() + options_.heartbeat;
+  }
+  while (true) {
+    std::optional<PendingEvent> next;
+    {
+      absl::MutexLock lock(&mu_);
+      if (pending_.empty()) break;
+      next = pending_.front();
+    }
+    GPUOP_RETURN_IF_ERROR(WriteEvent(*next));
+    absl::MutexLock lock(&mu_);
+    // The queue only loses its front here or by overflow; overflow may have dropped it already.
+    if (!pending_.empty() && pending_.front().name == next->name) pending_.pop_front();
+    ++stats_.events_written;
+  }
+  return absl::OkStatus();
+}
+
+void NodeHealthPublisher::Loop(std::stop_token stop) {
+  int failures = 0;
+  absl::Time retry_at = absl::InfinitePast();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      // After a failure only the retry time ends the wait; otherwise new work or the heartbeat.
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return (failures == 0 && wake_) || stop.stop_requested();
+      };
+      const absl::Time deadline = failures > 0 ? retry_at : next_heartbeat_;
+      // Bounded waits, so a deadline on an injected clock is noticed too.
+      while (!ready() && clock_.Now() < deadline) {
+        mu_.AwaitWithTimeout(
+            absl::Condition(&ready),
+            std::clamp(deadline - clock_.Now(), absl::ZeroDuration(), absl::Milliseconds(200)));
+      }
+      if (stop.stop_requested()) break;
+      wake_ = false;
+    }
+    if (absl::Status s = Flush(); !s.ok()) {
+      absl::MutexLock lock(&mu_);
+      ++stats_.write_failures;
+      retry_at = clock_.Now() + kube::BackoffDelay(options_.retry, failures++, random_);
+    } else {
+      failures = 0;
+    }
+  }
+  (void)Flush();  // One last try; what fails stays unwritten.
+}
+
+bool NodeHealthPublisher::WaitUntilPublished(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !condition_dirty_ && pending_.empty() && stats_.condition_writes > 0;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+}
+
+NodeHealthPublisherStats NodeHealthPublisher::stats() const {
+  absl::MutexLock lock(&mu_);
+  NodeHealthPublisherStats s = stats_;
+  s.events_pending = pending_.size();
+  s.condition_pending = condition_dirty_;
+  return s;
+}
+
+}  // namespace gpuop::agent
