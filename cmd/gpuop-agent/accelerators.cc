@@ -19,6 +19,28 @@ void AddHardwareFlags(CLI::App& command, HardwareFlags& flags) {
       ->capture_default_str();
 }
 
+agent::HealthPolicy HealthPolicyFlags::Policy() const {
+  return {.ignored_xids = {ignore_xids.begin(), ignore_xids.end()},
+          .recover_after = absl::Seconds(recover_after_seconds)};
+}
+
+void AddHealthPolicyFlags(CLI::App& command, HealthPolicyFlags& flags) {
+  command
+      .add_option("--recover-after", flags.recover_after_seconds,
+                  "Seconds without a new XID or ECC error before a GPU is healthy again (0: never)")
+      ->capture_default_str();
+  command
+      .add_option("--ignore-xids", flags.ignore_xids,
+                  "XIDs that do not make a GPU unhealthy (application errors)")
+      ->delimiter(',')
+      ->capture_default_str();
+}
+
+void AddNodeNameFlag(CLI::App& command, std::string& node_name, const std::string& purpose) {
+  if (const char* node = std::getenv("NODE_NAME")) node_name = node;
+  command.add_option("--node-name", node_name, "This node ($NODE_NAME): " + purpose);
+}
+
 absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kubeconfig,
                                                          const std::string& component) {
   absl::StatusOr<kube::RestConfig> config = kube::LoadDefaultConfig(kubeconfig);

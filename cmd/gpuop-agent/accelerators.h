@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "agent/health/tracker.h"
 #include "hw/accelerator.h"
 #include "kube/client/client.h"
 
@@ -30,6 +31,18 @@ absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kube
 
 // Registers the flags on `command`.
 void AddHardwareFlags(CLI::App& command, HardwareFlags& flags);
+
+// When a GPU counts as unhealthy, as flags of the subcommands that judge health.
+struct HealthPolicyFlags {
+  int recover_after_seconds = 600;
+  std::vector<uint64_t> ignore_xids = {13, 31, 43, 45, 68, 109};
+
+  agent::HealthPolicy Policy() const;
+};
+void AddHealthPolicyFlags(CLI::App& command, HealthPolicyFlags& flags);
+
+// The node this agent runs on, from --node-name or $NODE_NAME.
+void AddNodeNameFlag(CLI::App& command, std::string& node_name, const std::string& purpose);
 
 }  // namespace gpuop::cmd
 

@@ -11,6 +11,7 @@ void AddDevicePluginCommand(CLI::App& app);
 void AddLabelsCommand(CLI::App& app);
 void AddCdiCommand(CLI::App& app);
 void AddRuntimeCommand(CLI::App& app);
+void AddHealthCommand(CLI::App& app);
 
 }  // namespace gpuop::cmd
 

@@ -16,15 +16,13 @@ void AddDevicePluginCommand(CLI::App& app) {
     std::string plugin_dir = "/var/lib/kubelet/device-plugins";
     std::string config_dir;
     std::string config_name = "default";
-    int recover_after_seconds = 600;
-    std::vector<uint64_t> ignore_xids = {13, 31, 43, 45, 68, 109};
+    HealthPolicyFlags health;
     std::string layout_file;
     std::string health_file = "/run/gpuop/gpu-health.json";
     std::string node_name;
     std::string kubeconfig;
   };
   auto flags = std::make_shared<Flags>();
-  if (const char* node = std::getenv("NODE_NAME")) flags->node_name = node;
   CLI::App* sub = app.add_subcommand("device-plugin",
                                      "Serve the kubelet device plugin API for the node's GPUs");
   AddHardwareFlags(*sub, flags->hardware);
@@ -34,21 +32,14 @@ void AddDevicePluginCommand(CLI::App& app) {
                   "Directory of named configurations (a mounted ConfigMap); defaults when unset");
   sub->add_option("--config-name", flags->config_name, "Configuration to use")
       ->capture_default_str();
-  sub->add_option("--recover-after", flags->recover_after_seconds,
-                  "Seconds without a new XID or ECC error before a GPU is healthy again (0: never)")
-      ->capture_default_str();
-  sub->add_option("--ignore-xids", flags->ignore_xids,
-                  "XIDs that do not make a GPU unhealthy (application errors)")
-      ->delimiter(',')
-      ->capture_default_str();
+  AddHealthPolicyFlags(*sub, flags->health);
   sub->add_option("--layout-file", flags->layout_file,
                   "File the MIG manager rewrites after a layout change (re-plans at once)");
   sub->add_option("--health-file", flags->health_file,
                   "The health monitor's verdicts, honoured as they change (empty: none)")
       ->capture_default_str();
-  sub->add_option("--node-name", flags->node_name,
-                  "This node ($NODE_NAME): its label nvidia.com/device-plugin.config picks the "
-                  "configuration");
+  AddNodeNameFlag(*sub, flags->node_name,
+                  "its label nvidia.com/device-plugin.config picks the configuration");
   sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
   sub->callback([flags] {
     common::BlockTerminationSignals();
@@ -59,10 +50,7 @@ void AddDevicePluginCommand(CLI::App& app) {
     agent::DevicePluginAgent plugin(
         raw, source,
         {.manager = {.plugin_dir = flags->plugin_dir},
-         .health = {.policy = {.ignored_xids = {flags->ignore_xids.begin(),
-                                                flags->ignore_xids.end()},
-                               .recover_after = absl::Seconds(flags->recover_after_seconds)},
-                    .external_file = flags->health_file},
+         .health = {.policy = flags->health.Policy(), .external_file = flags->health_file},
          .layout_file = flags->layout_file});
     if (absl::Status started = plugin.Start(); !started.ok()) {
       std::fprintf(stderr, "device-plugin: %s\n", started.ToString().c_str());

@@ -63,11 +63,10 @@ absl::StatusOr<agent::NodeLabels> Compute(const LabelFlags& flags,
 
 void AddLabelsCommand(CLI::App& app) {
   auto flags = std::make_shared<LabelFlags>();
-  if (const char* node = std::getenv("NODE_NAME")) flags->node_name = node;
   CLI::App* sub = app.add_subcommand(
       "labels", "Keep the node's GPU labels (GPU feature discovery keys) current");
   AddHardwareFlags(*sub, flags->hardware);
-  sub->add_option("--node-name", flags->node_name, "This node ($NODE_NAME)");
+  AddNodeNameFlag(*sub, flags->node_name, "the Node to label");
   sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
   sub->add_option("--config-dir", flags->config_dir, "Device plugin configurations (sharing)");
   sub->add_option("--config-name", flags->config_name, "Configuration to use")

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "agent/node/node_condition.h"
 #include "common/status_macros.h"
 #include "kube/client/resource.h"
 #include "kube/events/event.h"
@@ -100,43 +101,36 @@ void NodeHealthPublisher::Update(const HealthReport& report,
 }
 
 absl::Status NodeHealthPublisher::LearnNode() {
-  GPUOP_ASSIGN_OR_RETURN(kube::Json node,
-                         client_.Get(kube::resources::kNodes, "", options_.node_name));
+  GPUOP_ASSIGN_OR_RETURN(kube::Json node, client_.Get(kube::resources::kNodes, "",
+                                                      options_.node_name, {.metadata_only = true}));
   kube::ObjectReference ref = kube::ReferenceTo(node);
+  ref.api_version = "v1";
+  ref.kind = "Node";
   ref.resource_version.clear();
+  absl::StatusOr<kube::Condition> existing =
+      GetNodeCondition(client_, options_.node_name, std::string(kGpuHealthyCondition));
+  if (existing.ok()) {
+    existing_ = *std::move(existing);
+  } else if (!absl::IsNotFound(existing.status())) {
+    return existing.status();
+  }
   node_ref_ = std::move(ref);
-  const kube::Json& conditions = node["status"].is_object() && node["status"].contains("conditions")
-                                     ? node["status"]["conditions"]
-                                     : kube::Json::array();
-  const std::vector<kube::Condition> parsed = kube::ParseConditions(conditions);
-  if (const kube::Condition* c = kube::FindCondition(parsed, kGpuHealthyCondition)) existing_ = *c;
   return absl::OkStatus();
 }
 
 absl::Status NodeHealthPublisher::WriteCondition(const kube::Condition& condition,
                                                  absl::Time transition) {
+  kube::Condition written = condition;
+  written.last_transition_time = transition;
   // Keep the published transition time when the status is what the Node already shows (the
   // agent restarted, or this is a heartbeat).
   if (existing_.has_value() && existing_->status == condition.status &&
       existing_->last_transition_time != absl::InfinitePast()) {
-    transition = existing_->last_transition_time;
+    written.last_transition_time = existing_->last_transition_time;
   }
-  const kube::Json entry = {{"type", condition.type},
-                            {"status", condition.status},
-                            {"reason", condition.reason},
-                            {"message", kube::Truncate(condition.message, kube::kMaxNoteBytes)},
-                            {"lastHeartbeatTime", kube::FormatTimestamp(clock_.Now())},
-                            {"lastTransitionTime", kube::FormatTimestamp(transition)}};
-  const kube::Json patch = {{"status", {{"conditions", kube::Json::array({entry})}}}};
-  absl::StatusOr<kube::Json> patched =
-      client_.Patch(kube::resources::kNodes, "", options_.node_name,
-                    kube::PatchType::kStrategicMergePatch, patch, {.subresource = "status"});
-  if (metrics_) {
-    metrics_->writes.With({"condition", patched.ok() ? "ok" : "error"}).Inc();
-  }
-  if (!patched.ok()) return patched.status();
-  kube::Condition written = condition;
-  written.last_transition_time = transition;
+  absl::Status patched = PatchNodeCondition(client_, options_.node_name, written, clock_.Now());
+  if (metrics_) metrics_->writes.With({"condition", patched.ok() ? "ok" : "error"}).Inc();
+  if (!patched.ok()) return patched;
   existing_ = std::move(written);
   return absl::OkStatus();
 }
