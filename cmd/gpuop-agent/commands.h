@@ -12,6 +12,7 @@ void AddLabelsCommand(CLI::App& app);
 void AddCdiCommand(CLI::App& app);
 void AddRuntimeCommand(CLI::App& app);
 void AddHealthCommand(CLI::App& app);
+void AddValidateCommand(CLI::App& app);
 
 }  // namespace gpuop::cmd
 

@@ -16,11 +16,11 @@ int main(int argc, char** argv) {
   gpuop::cmd::AddCdiCommand(app);
   gpuop::cmd::AddRuntimeCommand(app);
   gpuop::cmd::AddHealthCommand(app);
+  gpuop::cmd::AddValidateCommand(app);
   using gpuop::common::AddPlannedSubcommand;
   AddPlannedSubcommand(app, "dra-plugin",
                        "Serve the kubelet DRA plugin API and publish ResourceSlices");
   AddPlannedSubcommand(app, "exporter", "Export GPU telemetry in Prometheus format");
-  AddPlannedSubcommand(app, "validate", "Prove the driver, runtime and CUDA stack work");
   AddPlannedSubcommand(app, "mig", "Apply the requested MIG partition layout");
   AddPlannedSubcommand(app, "power", "Manage GPU power limits");
   return gpuop::common::RunCli(app, argc, argv);

@@ -8,6 +8,8 @@
 //   bad-ptx         cuModuleLoadData fails with CUDA_ERROR_INVALID_PTX (218)
 //   wrong-result    the kernel gets one element wrong
 //   not-ready       cuCtxCreate_v2 fails with CUDA_ERROR_SYSTEM_NOT_READY (802)
+// The devices are the PCI bus ids listed in GPUOP_FAKE_CUDA_DEVICES (comma-separated, in ordinal
+// order), by default the one device 0000:17:00.0.
 // The number of live allocations, modules and contexts is exported (gpuop_fake_cuda_live) so
 // tests can check that everything was released.
 #include <cstdlib>
@@ -15,6 +17,9 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
+
+#include <strings.h>
 
 namespace {
 
@@ -38,6 +43,35 @@ bool initialized = false;
 std::set<void*> allocations;
 std::set<void*> modules;
 std::set<void*> contexts;
+
+// The device list, read once.
+const std::vector<std::string>& Devices() {
+  static const std::vector<std::string> devices = [] {
+    std::vector<std::string> out;
+    const char* env = std::getenv("GPUOP_FAKE_CUDA_DEVICES");
+    std::string list = env != nullptr ? env : "0000:17:00.0";
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      if (comma > start) out.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return out;
+  }();
+  return devices;
+}
+
+bool ValidDevice(int device) {
+  return device >= 0 && static_cast<size_t>(device) < Devices().size();
+}
+
+// CUDA accepts a 4- or 8-digit PCI domain ("0000:17:00.0", "00000000:17:00.0").
+bool SameBusId(const std::string& device, const char* asked) {
+  std::string a = asked;
+  if (a.size() == device.size() + 4 && a.compare(0, 4, "0000") == 0) a = a.substr(4);
+  return strcasecmp(a.c_str(), device.c_str()) == 0;
+}
 
 bool Fault(const char* name) {
   const char* fault = std::getenv("GPUOP_FAKE_CUDA_FAULT");
@@ -70,8 +104,8 @@ __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* version)
 __attribute__((visibility("default"))) CUresult cuDeviceGet(int* device, int ordinal) {
   if (!initialized) return kNotInitialized;
   if (device == nullptr) return kInvalidValue;
-  if (ordinal != 0) return kInvalidDevice;
-  *device = 0;
+  if (!ValidDevice(ordinal)) return kInvalidDevice;
+  *device = ordinal;
   return kSuccess;
 }
 
@@ -79,16 +113,18 @@ __attribute__((visibility("default"))) CUresult cuDeviceGetByPCIBusId(int* devic
                                                                       const char* bus_id) {
   if (!initialized) return kNotInitialized;
   if (device == nullptr || bus_id == nullptr) return kInvalidValue;
-  if (strcasecmp(bus_id, "0000:17:00.0") != 0 && strcasecmp(bus_id, "00000000:17:00.0") != 0) {
-    return kInvalidDevice;
+  for (size_t i = 0; i < Devices().size(); ++i) {
+    if (SameBusId(Devices()[i], bus_id)) {
+      *device = static_cast<int>(i);
+      return kSuccess;
+    }
   }
-  *device = 0;
-  return kSuccess;
+  return kInvalidDevice;
 }
 
 __attribute__((visibility("default"))) CUresult cuDeviceGetName(char* name, int len, int device) {
   if (name == nullptr || len <= 0) return kInvalidValue;
-  if (device != 0) return kInvalidDevice;
+  if (!ValidDevice(device)) return kInvalidDevice;
   std::strncpy(name, "Fake CUDA Device", static_cast<size_t>(len) - 1);
   name[len - 1] = '\0';
   return kSuccess;
@@ -98,7 +134,7 @@ __attribute__((visibility("default"))) CUresult cuCtxCreate_v2(void** ctx, unsig
                                                                int device) {
   if (!initialized) return kNotInitialized;
   if (ctx == nullptr) return kInvalidValue;
-  if (device != 0) return kInvalidDevice;
+  if (!ValidDevice(device)) return kInvalidDevice;
   if (Fault("not-ready")) return kSystemNotReady;
   std::lock_guard lock(mu);
   *ctx = std::malloc(1);
