@@ -1,0 +1,238 @@
+#include "operator/api/policy.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "operator/api/reader.h"
+
+namespace gpuop::op {
+
+int64_t IntOrPercent::Resolve(int64_t total) const {
+  if (!percent) return value;
+  return (value * total + 99) / 100;
+}
+
+const char* ComponentName(Component c) {
+  switch (c) {
+    case Component::kDriver:
+      return "driver";
+    case Component::kRuntime:
+      return "runtime";
+    case Component::kCdi:
+      return "cdi";
+    case Component::kLabels:
+      return "labels";
+    case Component::kDevicePlugin:
+      return "device-plugin";
+    case Component::kHealth:
+      return "health";
+    case Component::kExporter:
+      return "exporter";
+    case Component::kValidator:
+      return "validator";
+    case Component::kMigManager:
+      return "mig-manager";
+    case Component::kPowerManager:
+      return "power-manager";
+  }
+  return "unknown";
+}
+
+const char* RemediationStepName(RemediationStep step) {
+  switch (step) {
+    case RemediationStep::kTaint:
+      return "Taint";
+    case RemediationStep::kDrain:
+      return "Drain";
+    case RemediationStep::kRestartDriver:
+      return "RestartDriver";
+    case RemediationStep::kRequestReboot:
+      return "RequestReboot";
+    case RemediationStep::kValidate:
+      return "Validate";
+    case RemediationStep::kUntaint:
+      return "Untaint";
+  }
+  return "Unknown";
+}
+
+bool PolicySpec::Enabled(Component c) const {
+  switch (c) {
+    case Component::kDriver:
+      return driver.enabled;
+    case Component::kRuntime:
+      return components.runtime;
+    case Component::kCdi:
+      return components.cdi;
+    case Component::kLabels:
+      return components.labels;
+    case Component::kDevicePlugin:
+      return components.device_plugin;
+    case Component::kHealth:
+      return components.health;
+    case Component::kExporter:
+      return components.exporter;
+    case Component::kValidator:
+      return components.validator;
+    case Component::kMigManager:
+      return components.mig_manager;
+    case Component::kPowerManager:
+      return components.power_manager;
+  }
+  return false;
+}
+
+absl::StatusOr<absl::Duration> ParseDurationField(const nlohmann::json& value,
+                                                  const std::string& field) {
+  absl::Duration d;
+  if (!value.is_string() || !absl::ParseDuration(value.get<std::string>(), &d) ||
+      d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must be a duration such as '90s', '10m' or '1h30m', not ",
+                     value.dump()));
+  }
+  return d;
+}
+
+namespace {
+
+absl::Status ReadDriver(const Reader& r, DriverSpec& d) {
+  GPUOP_RETURN_IF_ERROR(r.Bool("enabled", d.enabled));
+  GPUOP_RETURN_IF_ERROR(r.String("repository", d.repository));
+  GPUOP_RETURN_IF_ERROR(r.String("version", d.version));
+  GPUOP_RETURN_IF_ERROR(r.Bool("usePrecompiled", d.use_precompiled));
+  GPUOP_RETURN_IF_ERROR(r.String("kernelModuleType", d.kernel_module_type));
+  if (d.enabled && d.version.empty()) {
+    return r.Error("version", "is required while the driver is enabled (for example '570.86.15')");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
+  GPUOP_RETURN_IF_ERROR(r.Child("labels").Bool("enabled", c.labels));
+  const Reader runtime = r.Child("runtime");
+  GPUOP_RETURN_IF_ERROR(runtime.Bool("enabled", c.runtime));
+  GPUOP_RETURN_IF_ERROR(runtime.String("runtime", c.runtime_kind));
+  GPUOP_RETURN_IF_ERROR(runtime.Bool("setAsDefault", c.runtime_set_as_default));
+  GPUOP_RETURN_IF_ERROR(r.Child("cdi").Bool("enabled", c.cdi));
+  const Reader plugin = r.Child("devicePlugin");
+  GPUOP_RETURN_IF_ERROR(plugin.Bool("enabled", c.device_plugin));
+  GPUOP_RETURN_IF_ERROR(plugin.String("config", c.device_plugin_config));
+  GPUOP_RETURN_IF_ERROR(plugin.String("defaultConfig", c.device_plugin_default_config));
+  const Reader exporter = r.Child("exporter");
+  GPUOP_RETURN_IF_ERROR(exporter.Bool("enabled", c.exporter));
+  int64_t port = c.exporter_port;
+  GPUOP_RETURN_IF_ERROR(exporter.Int("port", port, 1, 65535));
+  c.exporter_port = static_cast<int>(port);
+  GPUOP_RETURN_IF_ERROR(exporter.Duration("interval", c.exporter_interval));
+  const Reader health = r.Child("health");
+  GPUOP_RETURN_IF_ERROR(health.Bool("enabled", c.health));
+  GPUOP_RETURN_IF_ERROR(health.IntList("ignoredXids", c.ignored_xids));
+  GPUOP_RETURN_IF_ERROR(health.Duration("recoverAfter", c.recover_after));
+  GPUOP_RETURN_IF_ERROR(r.Child("validator").Bool("enabled", c.validator));
+  const Reader mig = r.Child("migManager");
+  GPUOP_RETURN_IF_ERROR(mig.Bool("enabled", c.mig_manager));
+  GPUOP_RETURN_IF_ERROR(mig.String("config", c.mig_config));
+  const Reader power = r.Child("powerManager");
+  GPUOP_RETURN_IF_ERROR(power.Bool("enabled", c.power_manager));
+  GPUOP_RETURN_IF_ERROR(power.Duration("idleAfter", c.power_idle_after));
+  int64_t floor = c.power_floor_percent;
+  GPUOP_RETURN_IF_ERROR(power.Int("floorPercent", floor, 1, 100));
+  c.power_floor_percent = static_cast<int>(floor);
+  return absl::OkStatus();
+}
+
+absl::Status ReadIntOrPercent(const Reader& r, const char* key, IntOrPercent& out) {
+  const nlohmann::json& v = r.Get(key);
+  if (v.is_null()) return absl::OkStatus();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+    out = {.value = v.get<int64_t>(), .percent = false};
+    return absl::OkStatus();
+  }
+  int64_t pct = 0;
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s.size() >= 2 && s.back() == '%' && absl::SimpleAtoi(s.substr(0, s.size() - 1), &pct) &&
+        pct >= 0 && pct <= 100) {
+      out = {.value = pct, .percent = true};
+      return absl::OkStatus();
+    }
+  }
+  return r.Error(key, "must be a count of nodes (0 or more) or a percentage from 0% to 100%");
+}
+
+absl::Status ReadUpgrade(const Reader& r, UpgradeSpec& u) {
+  GPUOP_RETURN_IF_ERROR(r.Bool("autoUpgrade", u.auto_upgrade));
+  GPUOP_RETURN_IF_ERROR(r.Int("maxParallel", u.max_parallel, 0, INT32_MAX));
+  GPUOP_RETURN_IF_ERROR(ReadIntOrPercent(r, "maxUnavailable", u.max_unavailable));
+  const Reader jobs = r.Child("waitForJobs");
+  GPUOP_RETURN_IF_ERROR(jobs.String("podSelector", u.wait_for_jobs_selector));
+  GPUOP_RETURN_IF_ERROR(jobs.Duration("timeout", u.wait_for_jobs_timeout));
+  const Reader deletion = r.Child("podDeletion");
+  GPUOP_RETURN_IF_ERROR(deletion.Bool("force", u.pod_deletion_force));
+  GPUOP_RETURN_IF_ERROR(deletion.Bool("deleteEmptyDir", u.pod_deletion_delete_empty_dir));
+  GPUOP_RETURN_IF_ERROR(deletion.Duration("timeout", u.pod_deletion_timeout));
+  const Reader drain = r.Child("drain");
+  GPUOP_RETURN_IF_ERROR(drain.Bool("enabled", u.drain_enabled));
+  GPUOP_RETURN_IF_ERROR(drain.Bool("force", u.drain_force));
+  GPUOP_RETURN_IF_ERROR(drain.Bool("deleteEmptyDir", u.drain_delete_empty_dir));
+  GPUOP_RETURN_IF_ERROR(drain.String("podSelector", u.drain_selector));
+  GPUOP_RETURN_IF_ERROR(drain.Duration("timeout", u.drain_timeout));
+  GPUOP_RETURN_IF_ERROR(r.Duration("podRestartTimeout", u.pod_restart_timeout));
+  GPUOP_RETURN_IF_ERROR(r.Duration("validationTimeout", u.validation_timeout));
+  return absl::OkStatus();
+}
+
+absl::Status ReadRemediation(const Reader& r, RemediationSpec& m) {
+  GPUOP_RETURN_IF_ERROR(r.Bool("enabled", m.enabled));
+  const nlohmann::json& steps = r.Get("steps");
+  if (!steps.is_null()) {
+    if (!steps.is_array() || steps.empty()) return r.Error("steps", "must be a non-empty list");
+    m.steps.clear();
+    for (size_t i = 0; i < steps.size(); ++i) {
+      bool known = false;
+      for (RemediationStep s : {RemediationStep::kTaint, RemediationStep::kDrain,
+                                RemediationStep::kRestartDriver, RemediationStep::kRequestReboot,
+                                RemediationStep::kValidate, RemediationStep::kUntaint}) {
+        if (steps[i].is_string() && steps[i].get<std::string>() == RemediationStepName(s)) {
+          m.steps.push_back(s);
+          known = true;
+        }
+      }
+      if (!known) {
+        return r.Error(absl::StrCat("steps[", i, "]"),
+                       "must be Taint, Drain, RestartDriver, RequestReboot, Validate or Untaint");
+      }
+    }
+  }
+  GPUOP_RETURN_IF_ERROR(r.Int("maxParallel", m.max_parallel, 1, INT32_MAX));
+  GPUOP_RETURN_IF_ERROR(r.Int("maxAttempts", m.max_attempts, 1, INT32_MAX));
+  GPUOP_RETURN_IF_ERROR(r.Duration("window", m.window));
+  GPUOP_RETURN_IF_ERROR(r.Duration("stepTimeout", m.step_timeout));
+  GPUOP_RETURN_IF_ERROR(r.String("rebootAnnotation", m.reboot_annotation));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterPolicy> ParseClusterPolicy(const nlohmann::json& object) {
+  ClusterPolicy p;
+  const Reader root(object, "");
+  GPUOP_RETURN_IF_ERROR(root.Child("metadata").String("name", p.name));
+  GPUOP_RETURN_IF_ERROR(root.Child("metadata").String("uid", p.uid));
+  GPUOP_RETURN_IF_ERROR(root.Child("metadata").Int("generation", p.generation, 0, INT64_MAX));
+  const Reader spec = root.Child("spec");
+  PolicySpec& s = p.spec;
+  GPUOP_RETURN_IF_ERROR(spec.String("image", s.image));
+  GPUOP_RETURN_IF_ERROR(spec.String("imagePullPolicy", s.image_pull_policy));
+  GPUOP_RETURN_IF_ERROR(spec.StringList("imagePullSecrets", s.image_pull_secrets));
+  GPUOP_RETURN_IF_ERROR(spec.StringMap("nodeSelector", s.node_selector));
+  if (const nlohmann::json& t = spec.Get("tolerations"); t.is_array()) s.tolerations = t;
+  GPUOP_RETURN_IF_ERROR(ReadDriver(spec.Child("driver"), s.driver));
+  GPUOP_RETURN_IF_ERROR(ReadComponents(spec.Child("components"), s.components));
+  GPUOP_RETURN_IF_ERROR(ReadUpgrade(spec.Child("upgrade"), s.upgrade));
+  GPUOP_RETURN_IF_ERROR(ReadRemediation(spec.Child("remediation"), s.remediation));
+  return p;
+}
+
+}  // namespace gpuop::op

@@ -1,0 +1,151 @@
+#ifndef GPUOP_OPERATOR_API_POLICY_H_
+#define GPUOP_OPERATOR_API_POLICY_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gpuop::op {
+
+// GPUClusterPolicy (gpuop.io/v1alpha1), as the operator uses it. The CRD
+// (deploy/helm/gpuop/crds/gpuop.io_gpuclusterpolicies.yaml) is the reference: the API server
+// validates and defaults; the parser applies the same defaults so that objects from older
+// API servers or tests read the same way.
+
+inline constexpr char kApiGroup[] = "gpuop.io";
+inline constexpr char kApiVersion[] = "gpuop.io/v1alpha1";
+inline constexpr char kPolicyName[] = "default";
+
+// A count or a percentage (maxUnavailable).
+struct IntOrPercent {
+  int64_t value = 0;
+  bool percent = false;
+  // The count for `total`; percentages round up (at least 1 when the percentage is positive).
+  int64_t Resolve(int64_t total) const;
+};
+
+struct DriverSpec {
+  bool enabled = true;
+  std::string repository = "nvcr.io/nvidia";
+  std::string version;
+  bool use_precompiled = false;
+  std::string kernel_module_type = "auto";
+};
+
+// The components that run on every GPU node, one DaemonSet each.
+enum class Component {
+  kDriver,
+  kRuntime,
+  kCdi,
+  kLabels,
+  kDevicePlugin,
+  kHealth,
+  kExporter,
+  kValidator,
+  kMigManager,
+  kPowerManager,
+};
+inline constexpr Component kAllComponents[] = {
+    Component::kDriver,     Component::kRuntime,  Component::kCdi,
+    Component::kLabels,     Component::kDevicePlugin, Component::kHealth,
+    Component::kExporter,   Component::kValidator, Component::kMigManager,
+    Component::kPowerManager};
+// "driver", "runtime", "cdi", "labels", "device-plugin", "health", "exporter", "validator",
+// "mig-manager", "power-manager": DaemonSet names (gpuop-<name>) and deploy label suffixes.
+const char* ComponentName(Component c);
+
+struct ComponentsSpec {
+  bool labels = true;
+  bool runtime = true;
+  std::string runtime_kind = "auto";  // auto, containerd, crio
+  bool runtime_set_as_default = false;
+  bool cdi = true;
+  bool device_plugin = true;
+  std::string device_plugin_config;  // ConfigMap name; "" for the built-in default
+  std::string device_plugin_default_config = "default";
+  bool exporter = true;
+  int exporter_port = 9400;
+  absl::Duration exporter_interval = absl::Seconds(15);
+  bool health = true;
+  std::vector<int64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  absl::Duration recover_after = absl::Minutes(10);
+  bool validator = true;
+  bool mig_manager = false;
+  std::string mig_config;  // ConfigMap name
+  bool power_manager = false;
+  absl::Duration power_idle_after = absl::Minutes(10);
+  int power_floor_percent = 60;
+};
+
+struct UpgradeSpec {
+  bool auto_upgrade = true;
+  int64_t max_parallel = 1;  // 0: unlimited
+  IntOrPercent max_unavailable = {.value = 25, .percent = true};
+  std::string wait_for_jobs_selector;  // "" : do not wait
+  absl::Duration wait_for_jobs_timeout = absl::ZeroDuration();  // 0: forever
+  bool pod_deletion_force = false;
+  bool pod_deletion_delete_empty_dir = false;
+  absl::Duration pod_deletion_timeout = absl::Minutes(5);
+  bool drain_enabled = false;
+  bool drain_force = false;
+  bool drain_delete_empty_dir = false;
+  std::string drain_selector;
+  absl::Duration drain_timeout = absl::Minutes(10);
+  absl::Duration pod_restart_timeout = absl::Minutes(15);
+  absl::Duration validation_timeout = absl::Minutes(10);
+};
+
+enum class RemediationStep { kTaint, kDrain, kRestartDriver, kRequestReboot, kValidate, kUntaint };
+const char* RemediationStepName(RemediationStep step);
+
+struct RemediationSpec {
+  bool enabled = true;
+  std::vector<RemediationStep> steps = {RemediationStep::kTaint, RemediationStep::kDrain,
+                                        RemediationStep::kRestartDriver, RemediationStep::kValidate,
+                                        RemediationStep::kUntaint};
+  int64_t max_parallel = 1;
+  int64_t max_attempts = 3;
+  absl::Duration window = absl::Hours(24);
+  absl::Duration step_timeout = absl::Minutes(15);
+  std::string reboot_annotation = "gpuop.io/reboot-requested";
+};
+
+struct PolicySpec {
+  std::string image = "ghcr.io/gpuop/gpuop:0.1.0";
+  std::string image_pull_policy = "IfNotPresent";
+  std::vector<std::string> image_pull_secrets;
+  std::map<std::string, std::string> node_selector;
+  nlohmann::json tolerations = nlohmann::json::array();
+  DriverSpec driver;
+  ComponentsSpec components;
+  UpgradeSpec upgrade;
+  RemediationSpec remediation;
+
+  bool Enabled(Component c) const;
+};
+
+struct ClusterPolicy {
+  std::string name;
+  std::string uid;
+  int64_t generation = 0;
+  PolicySpec spec;
+};
+
+// Reads a GPUClusterPolicy. InvalidArgument naming the field ("spec.upgrade.maxUnavailable:
+// ...") for what the CRD would have rejected.
+[[nodiscard]] absl::StatusOr<ClusterPolicy> ParseClusterPolicy(const nlohmann::json& object);
+
+// "1h30m", "90s", "0s" (the CRD's duration form). `field` names it in errors.
+[[nodiscard]] absl::StatusOr<absl::Duration> ParseDurationField(const nlohmann::json& value,
+                                                                const std::string& field);
+
+}  // namespace gpuop::op
+
+#endif  // GPUOP_OPERATOR_API_POLICY_H_
