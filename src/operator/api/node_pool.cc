@@ -28,9 +28,8 @@ absl::StatusOr<NodePool> ParseNodePool(const nlohmann::json& object) {
   if (spec.Get("nodeSelector").is_null()) {
     return spec.Error("nodeSelector", "is required");
   }
-  GPUOP_ASSIGN_OR_RETURN(p.node_selector,
-                         kube::LabelSelector::FromJson(spec.Get("nodeSelector"),
-                                                       spec.Path("nodeSelector")));
+  GPUOP_ASSIGN_OR_RETURN(p.node_selector, kube::LabelSelector::FromJson(spec.Get("nodeSelector"),
+                                                                        spec.Path("nodeSelector")));
   if (p.node_selector.Empty()) {
     return spec.Error("nodeSelector",
                       "must select something: an empty selector would put every GPU node in the "
@@ -45,20 +44,18 @@ absl::StatusOr<NodePool> ParseNodePool(const nlohmann::json& object) {
   GPUOP_RETURN_IF_ERROR(Optional(spec, "migLayout", p.mig_layout, str(spec)));
   GPUOP_RETURN_IF_ERROR(Optional(spec, "devicePluginConfig", p.device_plugin_config, str(spec)));
   const Reader slicing = spec.Child("timeSlicing");
-  GPUOP_RETURN_IF_ERROR(Optional(slicing, "replicas", p.time_slicing_replicas,
-                                 [&](const char* key, int64_t& out) {
-                                   return slicing.Int(key, out, 2, 64);
-                                 }));
+  GPUOP_RETURN_IF_ERROR(
+      Optional(slicing, "replicas", p.time_slicing_replicas,
+               [&](const char* key, int64_t& out) { return slicing.Int(key, out, 2, 64); }));
   const Reader power = spec.Child("power");
   GPUOP_RETURN_IF_ERROR(Optional(power, "enabled", p.power_enabled,
                                  [&](const char* key, bool& out) { return power.Bool(key, out); }));
-  GPUOP_RETURN_IF_ERROR(Optional(
-      power, "idleAfter", p.power_idle_after,
-      [&](const char* key, absl::Duration& out) { return power.Duration(key, out); }));
-  GPUOP_RETURN_IF_ERROR(Optional(power, "floorPercent", p.power_floor_percent,
-                                 [&](const char* key, int64_t& out) {
-                                   return power.Int(key, out, 1, 100);
-                                 }));
+  GPUOP_RETURN_IF_ERROR(
+      Optional(power, "idleAfter", p.power_idle_after,
+               [&](const char* key, absl::Duration& out) { return power.Duration(key, out); }));
+  GPUOP_RETURN_IF_ERROR(
+      Optional(power, "floorPercent", p.power_floor_percent,
+               [&](const char* key, int64_t& out) { return power.Int(key, out, 1, 100); }));
   return p;
 }
 

@@ -87,9 +87,8 @@ absl::StatusOr<absl::Duration> ParseDurationField(const nlohmann::json& value,
   absl::Duration d;
   if (!value.is_string() || !absl::ParseDuration(value.get<std::string>(), &d) ||
       d < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": must be a duration such as '90s', '10m' or '1h30m', not ",
-                     value.dump()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": must be a duration such as '90s', '10m' or '1h30m', not ", value.dump()));
   }
   return d;
 }

@@ -53,10 +53,9 @@ enum class Component {
   kPowerManager,
 };
 inline constexpr Component kAllComponents[] = {
-    Component::kDriver,     Component::kRuntime,  Component::kCdi,
-    Component::kLabels,     Component::kDevicePlugin, Component::kHealth,
-    Component::kExporter,   Component::kValidator, Component::kMigManager,
-    Component::kPowerManager};
+    Component::kDriver,       Component::kRuntime,     Component::kCdi,      Component::kLabels,
+    Component::kDevicePlugin, Component::kHealth,      Component::kExporter, Component::kValidator,
+    Component::kMigManager,   Component::kPowerManager};
 // "driver", "runtime", "cdi", "labels", "device-plugin", "health", "exporter", "validator",
 // "mig-manager", "power-manager": DaemonSet names (gpuop-<name>) and deploy label suffixes.
 const char* ComponentName(Component c);
@@ -88,7 +87,7 @@ struct UpgradeSpec {
   bool auto_upgrade = true;
   int64_t max_parallel = 1;  // 0: unlimited
   IntOrPercent max_unavailable = {.value = 25, .percent = true};
-  std::string wait_for_jobs_selector;  // "" : do not wait
+  std::string wait_for_jobs_selector;                           // "" : do not wait
   absl::Duration wait_for_jobs_timeout = absl::ZeroDuration();  // 0: forever
   bool pod_deletion_force = false;
   bool pod_deletion_delete_empty_dir = false;

@@ -19,7 +19,8 @@ namespace gpuop::op {
 // be an integer from 0 to ...") when it has the wrong type or range.
 class Reader {
  public:
-  Reader(const nlohmann::json& object, std::string path) : object_(object), path_(std::move(path)) {}
+  Reader(const nlohmann::json& object, std::string path)
+      : object_(object), path_(std::move(path)) {}
 
   // The object under `key` (a null reader when absent).
   Reader Child(const char* key) const;

@@ -1,0 +1,44 @@
+#include "operator/api/node_pool.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpuop::op {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(NodePoolTest, ReadsOverrides) {
+  auto p = ParseNodePool(nlohmann::json::parse(R"({
+    "metadata": {"name": "h100", "generation": 2},
+    "spec": {"nodeSelector": {"matchLabels": {"pool": "h100"}},
+             "driver": {"version": "580.65.06"},
+             "migLayout": "all-1g.10gb",
+             "timeSlicing": {"replicas": 4},
+             "power": {"idleAfter": "5m"}}})"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->name, "h100");
+  EXPECT_EQ(p->driver_version, "580.65.06");
+  EXPECT_FALSE(p->driver_repository.has_value());
+  EXPECT_EQ(p->mig_layout, "all-1g.10gb");
+  EXPECT_EQ(p->time_slicing_replicas, 4);
+  EXPECT_EQ(p->power_idle_after, absl::Minutes(5));
+  EXPECT_FALSE(p->power_enabled.has_value());
+  EXPECT_TRUE(
+      p->node_selector.Matches(kube::Labels(std::map<std::string, std::string>{{"pool", "h100"}})));
+}
+
+TEST(NodePoolTest, AnEmptySelectorIsRejected) {
+  auto p = ParseNodePool(nlohmann::json::parse(
+      R"({"metadata": {"name": "all"}, "spec": {"nodeSelector": {}, "migLayout": "x"}})"));
+  EXPECT_THAT(std::string(p.status().message()),
+              HasSubstr("spec.nodeSelector: must select something"));
+  auto q = ParseNodePool(nlohmann::json::parse(
+      R"({"metadata": {"name": "p"}, "spec": {"nodeSelector": {"matchLabels": {"a": "b"}},
+          "timeSlicing": {"replicas": 1}}})"));
+  EXPECT_THAT(std::string(q.status().message()),
+              HasSubstr("spec.timeSlicing.replicas: must be an integer from 2 to 64"));
+}
+
+}  // namespace
+}  // namespace gpuop::op

@@ -1,0 +1,15 @@
+#ifndef GPUOP_OPERATOR_API_RESOURCES_H_
+#define GPUOP_OPERATOR_API_RESOURCES_H_
+
+#include "kube/client/resource.h"
+
+namespace gpuop::op {
+
+// gpuop's own resources (gpuop.io/v1alpha1, all cluster-scoped).
+extern const kube::ResourceType kGpuClusterPolicies;
+extern const kube::ResourceType kGpuNodePools;
+extern const kube::ResourceType kGpuNodes;
+
+}  // namespace gpuop::op
+
+#endif  // GPUOP_OPERATOR_API_RESOURCES_H_
