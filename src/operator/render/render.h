@@ -1,0 +1,54 @@
+#ifndef GPUOP_OPERATOR_RENDER_RENDER_H_
+#define GPUOP_OPERATOR_RENDER_RENDER_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "operator/api/node_pool.h"
+#include "operator/api/policy.h"
+
+namespace gpuop::op {
+
+// Node labels the operator sets and the rendered DaemonSets select on.
+inline constexpr char kGpuPresentLabel[] = "gpuop.io/gpu.present";  // "true" on managed GPU nodes
+// gpuop.io/deploy.<component>: "true" runs the component on the node; any other value
+// ("false", "paused", "paused-for-upgrade", "paused-for-mig-change", "host-driver") keeps it off.
+inline constexpr char kDeployLabelPrefix[] = "gpuop.io/deploy.";
+// The driver DaemonSet a node belongs to: "default" or the name of its GPUNodePool.
+inline constexpr char kDriverPoolLabel[] = "gpuop.io/driver.pool";
+// The device plugin configuration the node uses (the NVIDIA plugin's label).
+inline constexpr char kDevicePluginConfigLabel[] = "nvidia.com/device-plugin.config";
+// The MIG layout the node asks for (the NVIDIA MIG manager's label).
+inline constexpr char kMigConfigLabel[] = "nvidia.com/mig.config";
+
+// Labels on everything the operator renders.
+inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
+inline constexpr char kManagedByValue[] = "gpuop-operator";
+inline constexpr char kComponentLabel[] = "app.kubernetes.io/component";
+
+struct RenderInput {
+  PolicySpec policy;
+  std::vector<NodePool> pools;  // sorted by name; conflicts already resolved
+  std::string ns = "gpuop-system";
+};
+
+// The per-node components as Kubernetes objects, a pure function of the policy and the pools:
+// for each enabled component a ServiceAccount, its least-privilege ClusterRole and
+// ClusterRoleBinding when it talks to the API server, ConfigMaps it reads, and its DaemonSet;
+// the driver gets one DaemonSet per pool that sets a driver version (gpuop-driver for the
+// policy's, gpuop-driver-<pool> for the others), all OnDelete so upgrades go node by node.
+// Objects come in apply order (ServiceAccounts and RBAC before the DaemonSets that use them).
+// Every object carries the managed-by and component labels, so that what is no longer rendered
+// can be found and pruned.
+[[nodiscard]] absl::StatusOr<std::vector<nlohmann::json>> RenderOperands(const RenderInput& input);
+
+// The name of the driver DaemonSet for a pool ("" for the policy's own): gpuop-driver or
+// gpuop-driver-<pool>.
+std::string DriverDaemonSetName(const std::string& pool);
+
+}  // namespace gpuop::op
+
+#endif  // GPUOP_OPERATOR_RENDER_RENDER_H_
