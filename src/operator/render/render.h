@@ -13,7 +13,7 @@
 namespace gpuop::op {
 
 // Node labels the operator sets and the rendered DaemonSets select on.
-inline constexpr char kGpuPresentLabel[] = "gpuop.io/gpu.present";  // "true" on managed GPU nodes
+inline constexpr char kManagedLabel[] = "gpuop.io/managed";  // "true" on managed GPU nodes
 // gpuop.io/deploy.<component>: "true" runs the component on the node; any other value
 // ("false", "paused", "paused-for-upgrade", "paused-for-mig-change", "host-driver") keeps it off.
 inline constexpr char kDeployLabelPrefix[] = "gpuop.io/deploy.";

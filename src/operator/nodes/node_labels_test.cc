@@ -1,0 +1,137 @@
+#include "operator/nodes/node_labels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "operator/render/render.h"
+
+namespace gpuop::op {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Key;
+using ::testing::Not;
+using ::testing::Pair;
+using Map = std::map<std::string, std::string>;
+
+kube::Node NodeWith(Map labels, const std::string& name = "gpu-1") {
+  kube::Node n;
+  n.metadata.name = name;
+  n.metadata.labels = kube::Labels(labels);
+  return n;
+}
+
+PolicySpec Policy() {
+  PolicySpec p;
+  p.driver.version = "570.86.15";
+  return p;
+}
+
+NodePool Pool(const std::string& name, Map selector) {
+  nlohmann::json object = {{"metadata", {{"name", name}}},
+                           {"spec", {{"nodeSelector", {{"matchLabels", selector}}}}}};
+  auto pool = ParseNodePool(object);
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  return *pool;
+}
+
+TEST(NodeLabelsTest, GpuNodesComeFromNfdOrTheAgent) {
+  EXPECT_TRUE(IsGpuNode(NodeWith({{"feature.node.kubernetes.io/pci-10de.present", "true"}})));
+  EXPECT_TRUE(IsGpuNode(NodeWith({{"feature.node.kubernetes.io/pci-1002.present", "true"}})));
+  EXPECT_TRUE(IsGpuNode(NodeWith({{"gpuop.io/gpu.present", "true"}})));
+  EXPECT_FALSE(IsGpuNode(NodeWith({{"kubernetes.io/os", "linux"}})));
+}
+
+TEST(NodeLabelsTest, AGpuNodeGetsEveryEnabledComponent) {
+  const PolicySpec policy = Policy();
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"}});
+  NodeLabelChange c = DesiredNodeLabels(node, {}, &policy, nullptr, false);
+  EXPECT_TRUE(c.needed);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/managed", "true")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.driver", "true")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.device-plugin", "true")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.pool", "default")));
+  EXPECT_THAT(c.desired, Not(Contains(Key("gpuop.io/deploy.mig-manager"))));  // disabled
+
+  // Once applied, nothing more to do.
+  Map applied = {{kNfdNvidiaLabel, "true"}};
+  std::vector<std::string> owned;
+  for (const auto& [k, v] : c.desired) {
+    applied[k] = v;
+    owned.push_back(k);
+  }
+  EXPECT_FALSE(DesiredNodeLabels(NodeWith(applied), owned, &policy, nullptr, false).needed);
+}
+
+TEST(NodeLabelsTest, PausesAndHostDriversAreRespected) {
+  const PolicySpec policy = Policy();
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"},
+                                    {"gpuop.io/deploy.exporter", "paused"},
+                                    {"gpuop.io/driver.preinstalled", "true"}});
+  NodeLabelChange c = DesiredNodeLabels(node, {}, &policy, nullptr, false);
+  EXPECT_THAT(c.desired, Not(Contains(Key("gpuop.io/deploy.exporter"))));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.driver", "host-driver")));
+
+  const kube::Node off =
+      NodeWith({{kNfdNvidiaLabel, "true"}, {"gpuop.io/deploy.operands", "false"}});
+  NodeLabelChange none =
+      DesiredNodeLabels(off, {"gpuop.io/deploy.health"}, &policy, nullptr, false);
+  EXPECT_THAT(none.desired, Not(Contains(Key("gpuop.io/deploy.health"))));
+  EXPECT_TRUE(none.needed) << "the owned label must go";
+}
+
+TEST(NodeLabelsTest, WithoutAPolicyTheOperatorsLabelsGo) {
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"}, {"gpuop.io/managed", "true"}});
+  NodeLabelChange c = DesiredNodeLabels(node, {"gpuop.io/managed"}, nullptr, nullptr, false);
+  EXPECT_TRUE(c.desired.empty());
+  EXPECT_TRUE(c.needed);
+}
+
+TEST(NodeLabelsTest, PoolsSetDriverSharingAndMig) {
+  const PolicySpec policy = Policy();
+  NodePool pool = Pool("h100", {{"pool", "h100"}});
+  pool.driver_version = "580.65.06";
+  pool.time_slicing_replicas = 4;
+  pool.mig_layout = "all-1g.10gb";
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"}, {"pool", "h100"}});
+  NodeLabelChange c = DesiredNodeLabels(node, {}, &policy, &pool, false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.pool", "h100")));
+  EXPECT_THAT(c.desired, Contains(Pair("nvidia.com/device-plugin.config", "pool-h100")));
+  EXPECT_THAT(c.desired, Contains(Pair("nvidia.com/mig.config", "all-1g.10gb")));
+}
+
+TEST(NodeLabelsTest, OverlappingPoolsAreAConflictAndTheNodeKeepsItsConfiguration) {
+  const kube::Node a = NodeWith({{kNfdNvidiaLabel, "true"}, {"zone", "x"}, {"pool", "h100"}}, "a");
+  const kube::Node b = NodeWith({{kNfdNvidiaLabel, "true"}, {"zone", "y"}, {"pool", "h100"}}, "b");
+  std::vector<NodePool> pools = {Pool("h100", {{"pool", "h100"}}), Pool("zone-x", {{"zone", "x"}})};
+  PoolAssignment assignment = AssignPools({&a, &b}, pools);
+  EXPECT_TRUE(assignment.Conflicted("a"));
+  EXPECT_FALSE(assignment.Conflicted("b"));
+  EXPECT_EQ(assignment.pool_of.at("b"), "h100");
+  EXPECT_THAT(assignment.conflicts.at("h100"), ::testing::ElementsAre("a"));
+  EXPECT_THAT(assignment.conflicts.at("zone-x"), ::testing::ElementsAre("a"));
+  EXPECT_EQ(assignment.members.at("h100"), 1);
+
+  const PolicySpec policy = Policy();
+  const kube::Node configured = NodeWith({{kNfdNvidiaLabel, "true"},
+                                          {"gpuop.io/driver.pool", "h100"},
+                                          {"nvidia.com/mig.config", "all-balanced"}},
+                                         "a");
+  NodeLabelChange c = DesiredNodeLabels(
+      configured, {"gpuop.io/driver.pool", "nvidia.com/mig.config"}, &policy, nullptr, true);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.pool", "h100")));
+  EXPECT_THAT(c.desired, Contains(Pair("nvidia.com/mig.config", "all-balanced")));
+}
+
+TEST(NodeLabelsTest, OwnedKeysComeFromManagedFields) {
+  const nlohmann::json node = nlohmann::json::parse(R"({"metadata": {"managedFields": [
+    {"manager": "gpuop-operator", "operation": "Apply",
+     "fieldsV1": {"f:metadata": {"f:labels": {"f:gpuop.io/managed": {}, "f:gpuop.io/deploy.cdi": {}}}}},
+    {"manager": "kubectl-label", "operation": "Update",
+     "fieldsV1": {"f:metadata": {"f:labels": {"f:gpuop.io/deploy.exporter": {}}}}}]}})");
+  EXPECT_THAT(OwnedLabelKeys(node, "gpuop-operator"),
+              ::testing::ElementsAre("gpuop.io/deploy.cdi", "gpuop.io/managed"));
+}
+
+}  // namespace
+}  // namespace gpuop::op
