@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "agent/deviceplugin/config_source.h"
+#include "agent/labels/inventory.h"
 #include "agent/labels/node_labeler.h"
 #include "agent/node/node_label_watch.h"
 #include "cmd/gpuop-agent/accelerators.h"
@@ -25,26 +26,35 @@ struct LabelFlags {
   std::string config_name = "default";
   std::string layout_file;
   int resync_seconds = 300;
+  std::string host_proc = "/proc";
+  std::string driver_container_root = "/run/nvidia/driver";
   bool once = false;
   bool dry_run = false;
 };
 
-// Computes the labels from what the node has now.
-absl::StatusOr<agent::NodeLabels> Compute(const LabelFlags& flags,
-                                          const agent::ConfigSource& source) {
+struct NodeMetadata {
+  agent::NodeLabels labels;
+  agent::NodeLabels annotations;
+};
+
+// Computes the labels (and the inventory annotation) from what the node has now.
+absl::StatusOr<NodeMetadata> Compute(const LabelFlags& flags, const agent::ConfigSource& source) {
   agent::LabelInputs inputs;
   std::vector<hw::Gpu> gpus;
+  std::vector<hw::Inventory> inventories;
   for (auto& accelerator : OpenAccelerators(flags.hardware)) {
     if (accelerator->vendor() == hw::Vendor::kAmd) {
       auto* amd = static_cast<hw::AmdAccelerator*>(accelerator.get());
       absl::StatusOr<hw::AmdDiscovery> discovery = amd->DiscoverAmd();
       if (!discovery.ok()) return discovery.status();
       gpus.insert(gpus.end(), discovery->inventory.gpus.begin(), discovery->inventory.gpus.end());
+      inventories.push_back(discovery->inventory);
       inputs.amd = *std::move(discovery);
     } else {
       absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
       if (!inventory.ok()) return inventory.status();
       gpus.insert(gpus.end(), inventory->gpus.begin(), inventory->gpus.end());
+      inventories.push_back(*inventory);
       inputs.nvidia = *std::move(inventory);
     }
   }
@@ -56,7 +66,15 @@ absl::StatusOr<agent::NodeLabels> Compute(const LabelFlags& flags,
   }
   std::ifstream machine(flags.hardware.sysfs_root + "/class/dmi/id/product_name");
   std::getline(machine, inputs.machine);
-  return agent::ComputeNodeLabels(inputs);
+  NodeMetadata out{.labels = agent::ComputeNodeLabels(inputs)};
+  if (!gpus.empty()) {
+    out.annotations[agent::kInventoryAnnotation] = agent::InventoryAnnotation(inventories);
+  }
+  if (inputs.nvidia.has_value() &&
+      agent::HostDriverPresent(flags.host_proc, flags.driver_container_root)) {
+    out.labels[agent::kDriverPreinstalledLabel] = "true";
+  }
+  return out;
 }
 
 }  // namespace
@@ -75,18 +93,27 @@ void AddLabelsCommand(CLI::App& app) {
                   "File the MIG manager rewrites after a layout change (re-labels at once)");
   sub->add_option("--resync", flags->resync_seconds, "Seconds between full re-checks")
       ->capture_default_str();
+  sub->add_option("--host-proc", flags->host_proc,
+                  "The host's /proc (a loaded NVIDIA driver shows in driver/nvidia/version)")
+      ->capture_default_str();
+  sub->add_option("--driver-container-root", flags->driver_container_root,
+                  "Where gpuop's driver container exposes its root; absent means a host driver")
+      ->capture_default_str();
   sub->add_flag("--once", flags->once, "Apply once and exit");
   sub->add_flag("--dry-run", flags->dry_run, "Print the labels instead of applying them");
   sub->callback([flags] {
     common::BlockTerminationSignals();
     agent::ConfigSource source(flags->config_dir, flags->config_name);
     if (flags->dry_run) {
-      absl::StatusOr<agent::NodeLabels> labels = Compute(*flags, source);
-      if (!labels.ok()) {
-        std::fprintf(stderr, "labels: %s\n", labels.status().ToString().c_str());
+      absl::StatusOr<NodeMetadata> computed = Compute(*flags, source);
+      if (!computed.ok()) {
+        std::fprintf(stderr, "labels: %s\n", computed.status().ToString().c_str());
         std::exit(1);
       }
-      for (const auto& [k, v] : *labels) std::printf("%s=%s\n", k.c_str(), v.c_str());
+      for (const auto& [k, v] : computed->labels) std::printf("%s=%s\n", k.c_str(), v.c_str());
+      for (const auto& [k, v] : computed->annotations) {
+        std::printf("annotation %s=%s\n", k.c_str(), v.c_str());
+      }
       return;
     }
     if (flags->node_name.empty()) {
@@ -121,8 +148,9 @@ void AddLabelsCommand(CLI::App& app) {
       stopping = true;
     });
     while (!stopping) {
-      absl::StatusOr<agent::NodeLabels> labels = Compute(*flags, source);
-      absl::Status applied = labels.ok() ? labeler.Apply(*labels) : labels.status();
+      absl::StatusOr<NodeMetadata> computed = Compute(*flags, source);
+      absl::Status applied = computed.ok() ? labeler.Apply(computed->labels, computed->annotations)
+                                           : computed.status();
       if (!applied.ok()) std::fprintf(stderr, "labels: %s\n", applied.ToString().c_str());
       if (flags->once) std::exit(applied.ok() ? 0 : 1);
       // A configuration or layout change wakes at once; the resync catches changes nothing

@@ -4,8 +4,10 @@
 
 namespace gpuop::agent {
 
-absl::Status NodeLabeler::Apply(const NodeLabels& labels) {
-  if (last_.has_value() && *last_ == labels) return absl::OkStatus();
+absl::Status NodeLabeler::Apply(const NodeLabels& labels, const NodeLabels& annotations) {
+  if (last_.has_value() && last_->first == labels && last_->second == annotations) {
+    return absl::OkStatus();
+  }
   if (!last_.has_value()) {
     // An apply creates what does not exist; the agent must never create a Node.
     absl::StatusOr<kube::Json> node =
@@ -21,6 +23,7 @@ absl::Status NodeLabeler::Apply(const NodeLabels& labels) {
                        {"kind", "Node"},
                        {"metadata", {{"name", node_name_}, {"labels", kube::Json::object()}}}};
   for (const auto& [key, value] : labels) object["metadata"]["labels"][key] = value;
+  for (const auto& [key, value] : annotations) object["metadata"]["annotations"][key] = value;
   ++applies_;
   absl::StatusOr<kube::Json> applied =
       client_.Apply(kube::resources::kNodes, object, kFieldManager, /*force=*/true);
@@ -28,7 +31,7 @@ absl::Status NodeLabeler::Apply(const NodeLabels& labels) {
     return absl::Status(applied.status().code(),
                         absl::StrCat("label node ", node_name_, ": ", applied.status().message()));
   }
-  last_ = labels;
+  last_ = {labels, annotations};
   return absl::OkStatus();
 }
 

@@ -21,10 +21,10 @@ class NodeLabeler {
   NodeLabeler(kube::Client& client, std::string node_name)
       : client_(client), node_name_(std::move(node_name)) {}
 
-  // Applies `labels` unless they equal what was last applied successfully (repeated triggers
-  // cost no request). Force takes keys another manager set to other values: the node's
-  // hardware is the truth for these keys.
-  [[nodiscard]] absl::Status Apply(const NodeLabels& labels);
+  // Applies `labels` (and `annotations`) unless they equal what was last applied successfully
+  // (repeated triggers cost no request). Force takes keys another manager set to other values:
+  // the node's hardware is the truth for these keys.
+  [[nodiscard]] absl::Status Apply(const NodeLabels& labels, const NodeLabels& annotations = {});
 
   // Requests made to the API server so far.
   int applies() const { return applies_; }
@@ -32,7 +32,7 @@ class NodeLabeler {
  private:
   kube::Client& client_;
   std::string node_name_;
-  std::optional<NodeLabels> last_;
+  std::optional<std::pair<NodeLabels, NodeLabels>> last_;
   int applies_ = 0;
 };
 
