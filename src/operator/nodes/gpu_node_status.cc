@@ -1,0 +1,159 @@
+#include "operator/nodes/gpu_node_status.h"
+
+#include "absl/strings/str_cat.h"
+#include "operator/api/node_state.h"
+#include "operator/nodes/node_labels.h"
+
+namespace gpuop::op {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Label(const kube::Node& node, absl::string_view key) {
+  auto v = node.metadata.labels.Get(key);
+  return v.has_value() ? std::string(*v) : "";
+}
+std::string Annotation(const kube::Node& node, absl::string_view key) {
+  auto v = node.metadata.annotations.Get(key);
+  return v.has_value() ? std::string(*v) : "";
+}
+
+// Upgrade states in which the node is out of service or on its way there.
+bool UpgradeInProgress(const std::string& state) {
+  return !state.empty() && state != "upgrade-done" && state != "upgrade-required";
+}
+
+Json GpusFromInventory(const Json& inventory) {
+  Json gpus = Json::array();
+  if (!inventory.is_object() || !inventory.contains("gpus") || !inventory["gpus"].is_array()) {
+    return gpus;
+  }
+  for (const auto& g : inventory["gpus"]) {
+    if (!g.is_object()) continue;
+    Json gpu = Json::object();
+    for (const char* key :
+         {"index", "uuid", "product", "memoryMiB", "pciBusId", "migEnabled", "migDevices"}) {
+      if (g.contains(key)) gpu[key] = g[key];
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  return gpus;
+}
+
+}  // namespace
+
+Json GpuNodeObject(const kube::Node& node) {
+  return {{"apiVersion", kApiVersion},
+          {"kind", "GPUNode"},
+          {"metadata",
+           {{"name", node.metadata.name},
+            {"labels", {{"app.kubernetes.io/managed-by", "gpuop-operator"}}},
+            {"ownerReferences", Json::array({{{"apiVersion", "v1"},
+                                              {"kind", "Node"},
+                                              {"name", node.metadata.name},
+                                              {"uid", node.metadata.uid},
+                                              {"blockOwnerDeletion", false}}})}}}};
+}
+
+Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::string& pool,
+                   const std::vector<ComponentState>& components) {
+  Json status = Json::object();
+  const std::string nvidia_count = Label(node, "nvidia.com/gpu.count");
+  const std::string amd_count = Label(node, "amd.com/gpu.count");
+  status["vendor"] = !nvidia_count.empty() || Label(node, kNfdNvidiaLabel) == "true" ? "nvidia"
+                     : !amd_count.empty() || Label(node, kNfdAmdLabel) == "true"     ? "amd"
+                                                                                     : "unknown";
+  const std::string count = !nvidia_count.empty() ? nvidia_count : amd_count;
+  status["gpuCount"] = count.empty() ? 0 : std::atoi(count.c_str());
+  std::string product = Label(node, "nvidia.com/gpu.product");
+  if (product.empty()) product = Label(node, "amd.com/gpu.product-name");
+  status["product"] = product;
+  status["pool"] = pool.empty() ? "default" : pool;
+
+  const Json inventory = Json::parse(Annotation(node, "gpuop.io/gpu-inventory"), nullptr, false);
+  status["gpus"] = GpusFromInventory(inventory);
+
+  Json driver = Json::object();
+  std::string version = Label(node, "nvidia.com/cuda.driver-version.full");
+  if (version.empty() && inventory.is_object()) version = inventory.value("driver", "");
+  driver["version"] = version;
+  const bool host = Label(node, kDriverPreinstalledLabel) == "true";
+  driver["source"] =
+      host ? "host" : (policy != nullptr && policy->driver.enabled ? "container" : "none");
+  if (inventory.is_object() && !inventory.value("cuda", "").empty()) {
+    driver["cudaVersion"] = inventory.value("cuda", "");
+  }
+  const std::string upgrade_state = Label(node, kUpgradeStateLabel);
+  driver["state"] =
+      upgrade_state.empty() ? (version.empty() ? "NotLoaded" : "Loaded") : upgrade_state;
+  status["driver"] = std::move(driver);
+
+  Json health = {{"state", "Unknown"},
+                 {"reason", "NoReport"},
+                 {"message", "the health monitor has not reported yet"}};
+  if (const kube::Condition* c = kube::FindCondition(node.conditions, "GPUHealthy")) {
+    health = {{"state", c->status == "True"    ? "Healthy"
+                        : c->status == "False" ? "Unhealthy"
+                                               : "Unknown"},
+              {"reason", c->reason},
+              {"message", c->message}};
+    if (c->last_transition_time != absl::InfinitePast()) {
+      health["since"] = kube::FormatTimestamp(c->last_transition_time);
+    }
+  }
+  status["health"] = health;
+
+  if (!upgrade_state.empty()) {
+    Json upgrade = {{"state", upgrade_state}};
+    for (const auto& [key, field] : {std::pair{kUpgradeMessageAnnotation, "message"},
+                                     {kUpgradeSinceAnnotation, "since"},
+                                     {kUpgradeTargetAnnotation, "targetVersion"}}) {
+      if (std::string v = Annotation(node, key); !v.empty()) upgrade[field] = v;
+    }
+    status["upgrade"] = std::move(upgrade);
+  }
+  const std::string remediation_state = Label(node, kRemediationStateLabel);
+  if (!remediation_state.empty()) {
+    Json remediation = {{"state", remediation_state}};
+    for (const auto& [key, field] : {std::pair{kRemediationStepAnnotation, "step"},
+                                     {kRemediationMessageAnnotation, "message"},
+                                     {kRemediationSinceAnnotation, "since"}}) {
+      if (std::string v = Annotation(node, key); !v.empty()) remediation[field] = v;
+    }
+    const std::string attempts = Annotation(node, kRemediationAttemptsAnnotation);
+    remediation["attempts"] =
+        attempts.empty() ? 0
+                         : 1 + static_cast<int>(std::count(attempts.begin(), attempts.end(), ','));
+    status["remediation"] = std::move(remediation);
+  }
+
+  Json comps = Json::array();
+  bool components_ready = true;
+  for (const auto& c : components) {
+    Json entry = {{"name", c.name}, {"state", c.state}};
+    if (!c.message.empty()) entry["message"] = c.message;
+    comps.push_back(std::move(entry));
+    if (c.state == "NotReady") components_ready = false;
+  }
+  status["components"] = std::move(comps);
+
+  std::string state = "Ready";
+  if (Label(node, kDeployOperandsLabel) == "false") {
+    state = "Paused";
+  } else if (!remediation_state.empty() && remediation_state != "done") {
+    state = "Remediating";
+  } else if (upgrade_state == "upgrade-failed") {
+    state = "UpgradeFailed";
+  } else if (UpgradeInProgress(upgrade_state)) {
+    state = "Upgrading";
+  } else if (!node.Ready()) {
+    state = "NodeNotReady";
+  } else if (!components_ready) {
+    state = "Installing";
+  }
+  status["state"] = state;
+  return status;
+}
+
+}  // namespace gpuop::op

@@ -1,0 +1,83 @@
+#include "operator/nodes/gpu_node_status.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "operator/api/node_state.h"
+
+namespace gpuop::op {
+namespace {
+
+using ::testing::HasSubstr;
+
+kube::Node Parse(const char* json) {
+  auto node = kube::ParseNode(nlohmann::json::parse(json));
+  EXPECT_TRUE(node.ok()) << node.status();
+  return *node;
+}
+
+constexpr char kNode[] = R"({
+  "metadata": {"name": "gpu-1", "uid": "u-1",
+    "labels": {"nvidia.com/gpu.count": "8", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+               "nvidia.com/cuda.driver-version.full": "570.86.15"},
+    "annotations": {"gpuop.io/gpu-inventory":
+      "{\"driver\":\"570.86.15\",\"cuda\":\"12.8\",\"gpus\":[{\"index\":0,\"uuid\":\"GPU-a\",\"memoryMiB\":81559,\"pciBusId\":\"0000:17:00.0\",\"migEnabled\":false,\"migDevices\":[]}]}"}},
+  "status": {"conditions": [
+    {"type": "Ready", "status": "True"},
+    {"type": "GPUHealthy", "status": "False", "reason": "XidError",
+     "message": "1 of 8 GPUs unhealthy: GPU 3: XID 79", "lastTransitionTime": "2026-11-29T10:00:00Z"}]}})";
+
+TEST(GpuNodeStatusTest, InventoryDriverAndHealthComeFromTheNode) {
+  PolicySpec policy;
+  policy.driver.version = "570.86.15";
+  const nlohmann::json s =
+      GpuNodeStatus(Parse(kNode), &policy, "", {{.name = "device-plugin", .state = "Ready"}});
+  EXPECT_EQ(s["vendor"], "nvidia");
+  EXPECT_EQ(s["gpuCount"], 8);
+  EXPECT_EQ(s["product"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(s["pool"], "default");
+  EXPECT_EQ(s["gpus"][0]["uuid"], "GPU-a");
+  EXPECT_EQ(s["driver"]["version"], "570.86.15");
+  EXPECT_EQ(s["driver"]["source"], "container");
+  EXPECT_EQ(s["driver"]["cudaVersion"], "12.8");
+  EXPECT_EQ(s["health"]["state"], "Unhealthy");
+  EXPECT_EQ(s["health"]["reason"], "XidError");
+  EXPECT_EQ(s["health"]["since"], "2026-11-29T10:00:00Z");
+  EXPECT_EQ(s["state"], "Ready");
+}
+
+TEST(GpuNodeStatusTest, UpgradeRemediationAndComponentsSetTheState) {
+  kube::Node node = Parse(kNode);
+  auto with = [&](std::map<std::string, std::string> extra) {
+    std::map<std::string, std::string> labels = node.metadata.labels.ToMap();
+    for (auto& [k, v] : extra) labels[k] = v;
+    kube::Node n = node;
+    n.metadata.labels = kube::Labels(labels);
+    return n;
+  };
+  EXPECT_EQ(GpuNodeStatus(with({{kUpgradeStateLabel, "drain-required"}}), nullptr, "", {})["state"],
+            "Upgrading");
+  EXPECT_EQ(GpuNodeStatus(with({{kUpgradeStateLabel, "upgrade-failed"}}), nullptr, "", {})["state"],
+            "UpgradeFailed");
+  EXPECT_EQ(
+      GpuNodeStatus(with({{kRemediationStateLabel, "in-progress"}}), nullptr, "", {})["state"],
+      "Remediating");
+  EXPECT_EQ(GpuNodeStatus(with({{"gpuop.io/deploy.operands", "false"}}), nullptr, "", {})["state"],
+            "Paused");
+  EXPECT_EQ(GpuNodeStatus(node, nullptr, "", {{.name = "exporter", .state = "NotReady"}})["state"],
+            "Installing");
+  const nlohmann::json host =
+      GpuNodeStatus(with({{"gpuop.io/driver.preinstalled", "true"}}), nullptr, "h100", {});
+  EXPECT_EQ(host["driver"]["source"], "host");
+  EXPECT_EQ(host["pool"], "h100");
+}
+
+TEST(GpuNodeStatusTest, TheGpuNodeBelongsToItsNode) {
+  const nlohmann::json o = GpuNodeObject(Parse(kNode));
+  EXPECT_EQ(o["metadata"]["name"], "gpu-1");
+  EXPECT_EQ(o["metadata"]["ownerReferences"][0]["kind"], "Node");
+  EXPECT_EQ(o["metadata"]["ownerReferences"][0]["uid"], "u-1");
+}
+
+}  // namespace
+}  // namespace gpuop::op
