@@ -1,0 +1,44 @@
+#ifndef GPUOP_AGENT_EXPORTER_POD_RESOURCES_H_
+#define GPUOP_AGENT_EXPORTER_POD_RESOURCES_H_
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gpuop::agent::exporter {
+
+// One device a container holds, as the kubelet reports it.
+struct PodDevice {
+  std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu"
+  std::string device_id;  // "GPU-…", "MIG-…", "GPU-…::3" (a time-sliced replica), a PCI address
+  std::string pod_namespace;
+  std::string pod;
+  std::string container;
+
+  friend bool operator==(const PodDevice&, const PodDevice&) = default;
+};
+
+// Which devices pods hold now. Implementations are thread-safe.
+class PodLister {
+ public:
+  virtual ~PodLister() = default;
+
+  // Every device of every container on the node, in the kubelet's order. Waits at most
+  // `timeout`: DeadlineExceeded or Unavailable (kubelet down or restarting) are the normal
+  // failures, with a message naming the socket.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<PodDevice>> List(absl::Duration timeout) = 0;
+};
+
+// The kubelet's PodResources v1 List over its unix socket
+// (/var/lib/kubelet/pod-resources/kubelet.sock). One gRPC channel for the lister's lifetime; it
+// reconnects by itself after a kubelet restart, retrying at least every 5 s. Devices allocated
+// through DRA (dynamic_resources) are not reported.
+std::unique_ptr<PodLister> NewKubeletPodLister(std::filesystem::path socket);
+
+}  // namespace gpuop::agent::exporter
+
+#endif  // GPUOP_AGENT_EXPORTER_POD_RESOURCES_H_
