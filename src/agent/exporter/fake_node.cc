@@ -26,8 +26,9 @@ absl::StatusOr<std::unique_ptr<FakeNode>> FakeNode::Start(const Options& options
   node->agent_ = std::make_unique<DevicePluginAgent>(
       std::vector<hw::Accelerator*>{node->plugin_nvml_.get()}, *node->source_,
       DevicePluginAgentOptions{.manager = {.plugin_dir = plugin_dir},
-                               .event_wait = absl::Milliseconds(100),
-                               .layout_file = node->dir_.path() / "run" / "layout"});
+                               .health = {.event_wait = absl::Milliseconds(100)},
+                               .layout_file = node->dir_.path() / "run" / "layout",
+                               .poll = absl::Milliseconds(100)});
   GPUOP_RETURN_IF_ERROR(node->agent_->Start());
   GPUOP_RETURN_IF_ERROR(
       node->kubelet_->WaitForHealthyDevices(options.resource, options.devices, absl::Seconds(30)));
