@@ -13,6 +13,7 @@ void AddCdiCommand(CLI::App& app);
 void AddRuntimeCommand(CLI::App& app);
 void AddHealthCommand(CLI::App& app);
 void AddValidateCommand(CLI::App& app);
+void AddExporterCommand(CLI::App& app);
 
 }  // namespace gpuop::cmd
 
