@@ -1,6 +1,7 @@
 // gpuop-agent cdi generate: writes the node's CDI specs (NVIDIA and AMD).
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "agent/cdi/amd_generator.h"
@@ -25,6 +26,16 @@ struct Flags {
   int resync_seconds = 300;
 };
 
+// The driver root as the host sees it: `flags.driver_root`, or for "auto" /run/nvidia/driver
+// when gpuop's driver container has populated it and / (a host driver) otherwise.
+std::string DriverRoot(const Flags& flags) {
+  if (flags.driver_root != "auto") return flags.driver_root;
+  std::error_code ec;
+  const std::filesystem::path container =
+      std::filesystem::path(flags.sysroot) / "run" / "nvidia" / "driver" / "usr";
+  return std::filesystem::is_directory(container, ec) ? "/run/nvidia/driver" : "/";
+}
+
 // Writes every vendor's spec; returns the number of failures.
 int GenerateOnce(const Flags& command_flags) {
   const Flags* flags = &command_flags;
@@ -41,7 +52,7 @@ int GenerateOnce(const Flags& command_flags) {
     agent::cdi::HostFiles files{.sysroot = flags->sysroot == "/" ? "" : flags->sysroot};
     if (accelerator->vendor() == hw::Vendor::kNvidia) {
       agent::cdi::NvidiaCdiOptions options;
-      options.driver.driver_root = flags->driver_root;
+      options.driver.driver_root = DriverRoot(*flags);
       options.dev_root = flags->hardware.dev_root;
       options.hook_path = flags->hook_path;
       options.files = files;
@@ -85,7 +96,8 @@ void AddCdiCommand(CLI::App& app) {
       ->capture_default_str();
   generate
       ->add_option("--driver-root", flags->driver_root,
-                   "The driver's root as the host sees it (/ or /run/nvidia/driver)")
+                   "The driver's root as the host sees it: /, /run/nvidia/driver, or auto (the "
+                   "driver container's root when it is populated, else /)")
       ->capture_default_str();
   generate->add_option("--hook-path", flags->hook_path, "nvidia-cdi-hook on the host (optional)");
   generate

@@ -6,6 +6,7 @@
 #include "agent/runtime/detect.h"
 #include "agent/runtime/restart.h"
 #include "cmd/gpuop-agent/commands.h"
+#include "common/signals.h"
 
 namespace gpuop::cmd {
 namespace {
@@ -15,6 +16,7 @@ struct RuntimeFlags {
   std::string runtime;  // empty: detect
   agent::runtime::Options options;
   bool force = false;
+  bool keep_running = false;
 };
 
 [[noreturn]] void Fail(const std::string& what, const absl::Status& status) {
@@ -62,6 +64,9 @@ void AddRuntimeCommand(CLI::App& app) {
   CLI::App* status = runtime->add_subcommand("status", "Show whether the settings are in place");
   for (CLI::App* sub : {configure, unconfigure, status}) common_flags(sub);
   unconfigure->add_flag("--force", flags->force, "Restore even files changed since configure");
+  configure->add_flag("--keep-running", flags->keep_running,
+                      "After configuring, stay up until SIGTERM (a DaemonSet's main container); "
+                      "the settings stay in place when it stops");
 
   auto restarter = [flags] {
     static agent::runtime::SubprocessRunner runner;
@@ -70,11 +75,14 @@ void AddRuntimeCommand(CLI::App& app) {
         agent::runtime::RestartOptions{.host_root = flags->host_root}, runner, signaller);
   };
   configure->callback([flags, restarter] {
+    if (flags->keep_running) common::BlockTerminationSignals();
     auto r = restarter();
     agent::runtime::Configurator configurator(flags->host_root, *r);
     auto report = configurator.Configure(Choose(*flags), flags->options);
     if (!report.ok()) Fail("configure", report.status());
     std::printf("%s\n", report->Summary().c_str());
+    std::fflush(stdout);
+    if (flags->keep_running) common::WaitForTerminationSignal();
   });
   unconfigure->callback([flags, restarter] {
     auto r = restarter();

@@ -2,6 +2,7 @@
 // says so in ready files and the GPUValidated Node condition.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -34,6 +35,7 @@ void AddValidateCommand(CLI::App& app) {
     std::string cuda_library = "libcuda.so.1";
     int timeout_seconds = 1800;
     bool keep_running = false;
+    bool probe = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -55,9 +57,25 @@ void AddValidateCommand(CLI::App& app) {
                   "Seconds before a check that keeps failing fails the run (0: retry forever)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  sub->add_flag("--probe", flags->probe,
+                "Only check that the ready files of --checks exist (a readiness probe): exit 0 "
+                "when they all do, 1 naming the first missing one");
   sub->add_flag("--keep-running", flags->keep_running,
                 "After passing, stay up until SIGTERM (a DaemonSet's main container)");
   sub->callback([flags] {
+    if (flags->probe) {
+      for (const std::string& check : flags->checks) {
+        const std::filesystem::path ready =
+            std::filesystem::path(flags->status_dir) / (check + "-ready");
+        std::error_code ec;
+        if (!std::filesystem::exists(ready, ec)) {
+          std::fprintf(stderr, "validate: %s has not passed (no %s)\n", check.c_str(),
+                       ready.c_str());
+          std::exit(1);
+        }
+      }
+      std::exit(0);
+    }
     common::BlockTerminationSignals();
     const std::set<std::string> wanted(flags->checks.begin(), flags->checks.end());
     if (wanted.contains("device-plugin") && flags->node_name.empty()) {

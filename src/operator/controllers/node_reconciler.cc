@@ -1,0 +1,108 @@
+#include "operator/controllers/node_reconciler.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kube/client/resource.h"
+#include "operator/api/resources.h"
+#include "operator/nodes/gpu_node_status.h"
+#include "operator/nodes/node_labels.h"
+#include "operator/render/render.h"
+
+namespace gpuop::op {
+
+namespace {
+
+// The component states the GPUNode reports, from the node's deploy labels and operand pods.
+std::vector<ComponentState> Components(const kube::Node& node, const PolicySpec& policy,
+                                       const std::vector<std::shared_ptr<const OperandPod>>& pods) {
+  std::vector<ComponentState> out;
+  for (Component c : kAllComponents) {
+    if (!policy.Enabled(c)) continue;
+    const std::string name = ComponentName(c);
+    auto deploy = node.metadata.labels.Get(absl::StrCat(kDeployLabelPrefix, name));
+    if (deploy.has_value() && *deploy == kHostDriverValue) {
+      out.push_back({name, "Skipped", "the host has its own driver"});
+      continue;
+    }
+    if (deploy.has_value() && *deploy != "true") {
+      out.push_back({name, "Paused", absl::StrCat(kDeployLabelPrefix, name, "=", *deploy)});
+      continue;
+    }
+    const OperandPod* pod = nullptr;
+    for (const auto& p : pods) {
+      if (p->component == name) pod = p.get();
+    }
+    if (pod == nullptr) {
+      out.push_back({name, "NotReady", "no pod on the node yet"});
+    } else if (!pod->ready) {
+      out.push_back(
+          {name, "NotReady",
+           absl::StrCat("pod ", pod->name, " is ", pod->phase,
+                        pod->restarts > 0 ? absl::StrCat(", ", pod->restarts, " restarts") : "")});
+    } else {
+      out.push_back({name, "Ready", ""});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_name) {
+  auto entry = cache_.nodes().store().Get(node_name);
+  if (entry == nullptr) return kube::Result{};  // Gone; its GPUNode goes with it.
+  const std::optional<ClusterPolicy> policy = cache_.Policy();
+  const std::vector<NodePool> pools = cache_.ValidPools();
+  const NodePool* pool = nullptr;
+  int matches = 0;
+  for (const auto& p : pools) {
+    if (p.node_selector.Matches(entry->node.metadata.labels)) {
+      pool = &p;
+      ++matches;
+    }
+  }
+  const bool conflicted = matches > 1;
+  if (conflicted) pool = nullptr;
+  const PolicySpec* spec = policy.has_value() ? &policy->spec : nullptr;
+  const NodeLabelChange change =
+      DesiredNodeLabels(entry->node, entry->owned_labels, spec, pool, conflicted);
+  if (change.needed) {
+    kube::Json labels = kube::Json::object();
+    for (const auto& key : entry->owned_labels) labels[key] = nullptr;  // dropped unless desired
+    for (const auto& [key, value] : change.desired) labels[key] = value;
+    GPUOP_RETURN_IF_ERROR(client_
+                              .Patch(kube::resources::kNodes, "", node_name,
+                                     kube::PatchType::kMergePatch,
+                                     {{"metadata", {{"labels", labels}}}},
+                                     {.field_manager = OperatorCache::kFieldManager})
+                              .status());
+  }
+  if (spec != nullptr && change.desired.contains(kManagedLabel)) {
+    GPUOP_RETURN_IF_ERROR(SyncGpuNode(*entry, spec, pool != nullptr ? pool->name : ""));
+  } else if (cache_.gpu_nodes().store().Get(node_name) != nullptr) {
+    absl::Status deleted = client_.Delete(kGpuNodes, "", node_name);
+    if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+  }
+  return kube::Result{};
+}
+
+absl::Status NodeReconciler::SyncGpuNode(const NodeEntry& entry, const PolicySpec* policy,
+                                         const std::string& pool) {
+  const kube::Node& node = entry.node;
+  const nlohmann::json status = GpuNodeStatus(
+      node, policy, pool, Components(node, *policy, cache_.PodsOn(node.metadata.name)));
+  auto existing = cache_.gpu_nodes().store().Get(node.metadata.name);
+  if (existing != nullptr && existing->status_hash == JsonHash(status)) return absl::OkStatus();
+  if (existing == nullptr) {
+    absl::StatusOr<kube::Json> created = client_.Create(kGpuNodes, "", GpuNodeObject(node));
+    if (!created.ok() && !absl::IsAlreadyExists(created.status())) return created.status();
+  }
+  nlohmann::json object = {{"apiVersion", kApiVersion},
+                           {"kind", "GPUNode"},
+                           {"metadata", {{"name", node.metadata.name}}},
+                           {"status", status}};
+  return client_.Apply(kGpuNodes, object, OperatorCache::kFieldManager, /*force=*/true, "status")
+      .status();
+}
+
+}  // namespace gpuop::op
