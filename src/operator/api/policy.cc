@@ -101,6 +101,7 @@ absl::Status ReadDriver(const Reader& r, DriverSpec& d) {
   GPUOP_RETURN_IF_ERROR(r.String("version", d.version));
   GPUOP_RETURN_IF_ERROR(r.Bool("usePrecompiled", d.use_precompiled));
   GPUOP_RETURN_IF_ERROR(r.String("kernelModuleType", d.kernel_module_type));
+  GPUOP_RETURN_IF_ERROR(r.String("osTag", d.os_tag));
   if (d.enabled && d.version.empty()) {
     return r.Error("version", "is required while the driver is enabled (for example '570.86.15')");
   }
@@ -118,6 +119,10 @@ absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   GPUOP_RETURN_IF_ERROR(plugin.Bool("enabled", c.device_plugin));
   GPUOP_RETURN_IF_ERROR(plugin.String("config", c.device_plugin_config));
   GPUOP_RETURN_IF_ERROR(plugin.String("defaultConfig", c.device_plugin_default_config));
+  GPUOP_RETURN_IF_ERROR(plugin.String("migStrategy", c.mig_strategy));
+  if (c.mig_strategy != "none" && c.mig_strategy != "single" && c.mig_strategy != "mixed") {
+    return plugin.Error("migStrategy", "must be none, single or mixed");
+  }
   const Reader exporter = r.Child("exporter");
   GPUOP_RETURN_IF_ERROR(exporter.Bool("enabled", c.exporter));
   int64_t port = c.exporter_port;

@@ -37,6 +37,7 @@ struct DriverSpec {
   std::string version;
   bool use_precompiled = false;
   std::string kernel_module_type = "auto";
+  std::string os_tag = "ubuntu22.04";
 };
 
 // The components that run on every GPU node, one DaemonSet each.
@@ -69,6 +70,7 @@ struct ComponentsSpec {
   bool device_plugin = true;
   std::string device_plugin_config;  // ConfigMap name; "" for the built-in default
   std::string device_plugin_default_config = "default";
+  std::string mig_strategy = "single";  // none, single, mixed
   bool exporter = true;
   int exporter_port = 9400;
   absl::Duration exporter_interval = absl::Seconds(15);

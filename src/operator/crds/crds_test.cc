@@ -64,6 +64,8 @@ TEST(CrdsTest, PolicyDefaultsAgreeWithTheParser) {
   EXPECT_EQ(a.components.recover_after, b.components.recover_after);
   EXPECT_EQ(a.components.power_floor_percent, b.components.power_floor_percent);
   EXPECT_EQ(a.components.device_plugin_default_config, b.components.device_plugin_default_config);
+  EXPECT_EQ(a.components.mig_strategy, b.components.mig_strategy);
+  EXPECT_EQ(a.driver.os_tag, b.driver.os_tag);
   EXPECT_EQ(a.upgrade.max_parallel, b.upgrade.max_parallel);
   EXPECT_EQ(a.upgrade.max_unavailable.value, b.upgrade.max_unavailable.value);
   EXPECT_EQ(a.upgrade.max_unavailable.percent, b.upgrade.max_unavailable.percent);
