@@ -47,6 +47,7 @@ const ResourceType kClusterRoleBindings{"rbac.authorization.k8s.io", "v1", "clus
 const ResourceType kRoles{"rbac.authorization.k8s.io", "v1", "roles", "Role", true};
 const ResourceType kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding",
                                  true};
+const ResourceType kRuntimeClasses{"node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", false};
 }  // namespace resources
 
 std::string UrlEncode(absl::string_view value) {

@@ -47,6 +47,7 @@ extern const ResourceType kClusterRoles;
 extern const ResourceType kClusterRoleBindings;
 extern const ResourceType kRoles;
 extern const ResourceType kRoleBindings;
+extern const ResourceType kRuntimeClasses;
 }  // namespace resources
 
 // Percent-encodes `value` for a URL path segment or query value (RFC 3986 unreserved kept).

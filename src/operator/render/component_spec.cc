@@ -1,0 +1,164 @@
+#include "operator/render/component_spec.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gpuop::op::render {
+
+namespace {
+
+// Host paths the components share.
+const HostMount kRunGpuop{"run-gpuop", "/run/gpuop", "/run/gpuop", false, "DirectoryOrCreate"};
+const HostMount kDevicePlugins{"device-plugins", "/var/lib/kubelet/device-plugins",
+                               "/var/lib/kubelet/device-plugins", false, "Directory"};
+const HostMount kPodResources{"pod-resources", "/var/lib/kubelet/pod-resources",
+                              "/var/lib/kubelet/pod-resources", true, "Directory"};
+const HostMount kHostSys{"host-sys", "/sys", "/host/sys", true, "Directory"};
+
+const Rule kReadNodes{{""}, {"nodes"}, {"get", "list", "watch"}};
+const Rule kPatchNodeStatus{{""}, {"nodes/status"}, {"patch"}};
+const Rule kWriteEvents{{"events.k8s.io"}, {"events"}, {"create", "patch"}};
+
+std::vector<std::string> Agent(std::initializer_list<std::string> args) {
+  std::vector<std::string> out = {"gpuop-agent"};
+  out.insert(out.end(), args);
+  return out;
+}
+
+std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToInt64Seconds(d)); }
+
+}  // namespace
+
+ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::string& ns) {
+  const ComponentsSpec& c = policy.components;
+  ComponentSpec s{.component = component, .image = policy.image};
+  (void)ns;
+  switch (component) {
+    case Component::kLabels:
+      s.command = Agent({"labels", "--sysfs-root=/host/sys", "--host-proc=/host/proc",
+                         "--driver-container-root=/host/run/nvidia/driver",
+                         "--config-dir=/etc/gpuop/device-plugin",
+                         "--config-name=" + c.device_plugin_default_config,
+                         "--layout-file=/run/gpuop/mig-layout"});
+      s.mounts = {kHostSys,
+                  {"host-proc", "/proc", "/host/proc", true, "Directory"},
+                  {"run-nvidia", "/run/nvidia", "/host/run/nvidia", true, "DirectoryOrCreate"},
+                  kRunGpuop};
+      s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}}};
+      s.uses_gpus = true;
+      s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
+      break;
+    case Component::kRuntime:
+      s.command = Agent(
+          {"runtime", "configure", "--keep-running", "--host-root=/host", "--nvidia-runtime"});
+      if (c.runtime_kind != "auto") s.command.push_back("--runtime=" + c.runtime_kind);
+      if (c.runtime_set_as_default) s.command.push_back("--set-as-default");
+      // Edits the runtime's configuration and restarts it: host root and host PIDs.
+      s.mounts = {{"host-root", "/", "/host", false, "Directory"}};
+      s.privileged = true;
+      s.host_pid = true;
+      break;
+    case Component::kCdi:
+      s.command =
+          Agent({"cdi", "generate", "--watch", "--output-dir=/var/run/cdi", "--driver-root=auto",
+                 "--sysroot=/host", "--layout-file=/run/gpuop/mig-layout"});
+      s.mounts = {{"cdi", "/var/run/cdi", "/var/run/cdi", false, "DirectoryOrCreate"},
+                  {"host-root", "/", "/host", true, "Directory"},
+                  kRunGpuop};
+      s.uses_gpus = true;
+      break;
+    case Component::kDevicePlugin:
+      s.command =
+          Agent({"device-plugin", "--config-dir=/etc/gpuop/device-plugin",
+                 "--config-name=" + c.device_plugin_default_config,
+                 "--health-file=/run/gpuop/gpu-health.json", "--layout-file=/run/gpuop/mig-layout",
+                 "--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","),
+                 "--recover-after=" + Seconds(c.recover_after)});
+      s.mounts = {kDevicePlugins, kRunGpuop};
+      s.rules = {kReadNodes};
+      s.uses_gpus = true;
+      s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
+      break;
+    case Component::kHealth:
+      s.command = Agent({"health", "--health-file=/run/gpuop/gpu-health.json",
+                         "--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","),
+                         "--recover-after=" + Seconds(c.recover_after)});
+      s.mounts = {kRunGpuop};
+      s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus, kWriteEvents};
+      s.uses_gpus = true;
+      break;
+    case Component::kExporter:
+      s.command = Agent({"exporter", absl::StrCat("--listen=:", c.exporter_port),
+                         "--interval=" + Seconds(c.exporter_interval),
+                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
+      s.mounts = {kPodResources};
+      s.uses_gpus = true;
+      s.ports = {{{"name", "metrics"}, {"containerPort", c.exporter_port}, {"protocol", "TCP"}}};
+      s.readiness_probe = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
+                           {"periodSeconds", 10}};
+      break;
+    case Component::kValidator:
+      s.command =
+          Agent({"validate", "--keep-running", "--timeout=0", "--status-dir=/run/gpuop/validations",
+                 "--checks=driver,cuda,device-plugin"});
+      s.mounts = {kRunGpuop};
+      s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus};
+      s.uses_gpus = true;
+      s.readiness_probe = {
+          {"exec",
+           {{"command",
+             {"gpuop-agent", "validate", "--probe", "--status-dir=/run/gpuop/validations",
+              "--checks=driver,cuda,device-plugin"}}}},
+          {"periodSeconds", 5}};
+      break;
+    case Component::kMigManager:
+      s.command = Agent({"mig", "--config-file=/etc/gpuop/mig/config.yaml",
+                         "--layout-file=/run/gpuop/mig-layout"});
+      s.mounts = {kRunGpuop};
+      // Pauses GPU clients through their deploy labels and waits for their pods to go.
+      s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}},
+                 {{""}, {"pods"}, {"get", "list", "watch"}},
+                 kWriteEvents};
+      s.uses_gpus = true;
+      s.privileged = true;  // MIG reconfiguration needs CAP_SYS_ADMIN on the GPUs
+      s.config_maps = {
+          {c.mig_config.empty() ? "gpuop-mig-config" : c.mig_config, "/etc/gpuop/mig"}};
+      break;
+    case Component::kPowerManager:
+      s.command = Agent({"power", "--idle-after=" + Seconds(c.power_idle_after),
+                         absl::StrCat("--floor-percent=", c.power_floor_percent),
+                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
+      s.mounts = {kPodResources};
+      s.uses_gpus = true;
+      s.privileged = true;  // setting power limits needs root on the GPUs
+      break;
+    case Component::kDriver:
+      break;  // DriverSpecFor
+  }
+  return s;
+}
+
+ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
+                            const std::string& repository, const std::string& version) {
+  ComponentSpec s{
+      .component = Component::kDriver,
+      .image = absl::StrCat(repository, "/driver:", version, "-", policy.driver.os_tag)};
+  s.command = {"nvidia-driver", "init"};
+  // Loads kernel modules and exposes its root to the other components.
+  s.privileged = true;
+  s.host_pid = true;
+  s.mounts = {{"run-nvidia", "/run/nvidia", "/run/nvidia", false, "DirectoryOrCreate", true},
+              {"var-log", "/var/log", "/var/log", false, "Directory"},
+              {"dev-log", "/dev/log", "/dev/log", false, ""},
+              {"host-os-release", "/etc/os-release", "/host-etc/os-release", true, "File"}};
+  s.readiness_probe = {{"exec", {{"command", {"nvidia-smi"}}}},
+                       {"initialDelaySeconds", 60},
+                       {"periodSeconds", 30},
+                       {"timeoutSeconds", 60}};
+  s.memory_limit = "";  // building kernel modules needs what it needs
+  s.on_delete = true;
+  s.extra_node_selector = {{"gpuop.io/driver.pool", pool.empty() ? "default" : pool}};
+  return s;
+}
+
+}  // namespace gpuop::op::render

@@ -1,0 +1,223 @@
+#include "operator/render/render.h"
+
+#include "absl/strings/str_cat.h"
+#include "operator/nodes/node_labels.h"
+#include "operator/render/component_spec.h"
+#include "operator/render/config_maps.h"
+
+namespace gpuop::op {
+
+namespace {
+
+using Json = nlohmann::json;
+using render::ComponentSpec;
+
+constexpr char kNameLabel[] = "app.kubernetes.io/name";
+constexpr char kPartOfLabel[] = "app.kubernetes.io/part-of";
+constexpr char kNvidiaRuntimeClass[] = "nvidia";
+
+Json Labels(const std::string& component, const std::string& name) {
+  return {{kManagedByLabel, kManagedByValue},
+          {kComponentLabel, component},
+          {kPartOfLabel, "gpuop"},
+          {kNameLabel, name}};
+}
+
+Json Meta(const std::string& name, const std::string& ns, const std::string& component) {
+  Json meta = {{"name", name}, {"labels", Labels(component, name)}};
+  if (!ns.empty()) meta["namespace"] = ns;
+  return meta;
+}
+
+Json ServiceAccount(const std::string& name, const std::string& ns, const std::string& component,
+                    bool token) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ServiceAccount"},
+          {"metadata", Meta(name, ns, component)},
+          {"automountServiceAccountToken", token}};
+}
+
+Json ClusterRole(const std::string& name, const std::string& component,
+                 const std::vector<render::Rule>& rules) {
+  Json list = Json::array();
+  for (const auto& r : rules) {
+    list.push_back({{"apiGroups", r.api_groups}, {"resources", r.resources}, {"verbs", r.verbs}});
+  }
+  return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+          {"kind", "ClusterRole"},
+          {"metadata", Meta(name, "", component)},
+          {"rules", list}};
+}
+
+Json ClusterRoleBinding(const std::string& name, const std::string& ns,
+                        const std::string& component) {
+  return {
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "ClusterRoleBinding"},
+      {"metadata", Meta(name, "", component)},
+      {"roleRef",
+       {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", name}}},
+      {"subjects", Json::array({{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", ns}}})}};
+}
+
+Json Tolerations(const PolicySpec& policy) {
+  Json out = Json::array({
+      // GPU nodes are often tainted to keep other work off them.
+      {{"key", "nvidia.com/gpu"}, {"operator", "Exists"}},
+      {{"key", "amd.com/gpu"}, {"operator", "Exists"}},
+      // The health monitor and validator must run on a node under remediation.
+      {{"key", "gpuop.io/remediation"}, {"operator", "Exists"}},
+  });
+  for (const auto& t : policy.tolerations) out.push_back(t);
+  return out;
+}
+
+Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec& policy,
+               const std::string& ns, bool runtime_class) {
+  const std::string component = ComponentName(s.component);
+  Json node_selector = {{absl::StrCat(kDeployLabelPrefix, component), "true"}};
+  for (const auto& [k, v] : policy.node_selector) node_selector[k] = v;
+  for (const auto& [k, v] : s.extra_node_selector) node_selector[k] = v;
+
+  Json env = Json::array({
+      {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+      {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+  });
+  if (s.uses_gpus) {
+    env.push_back({{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}});
+    env.push_back({{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility,compute"}});
+  }
+  Json volumes = Json::array();
+  Json mounts = Json::array();
+  for (const auto& m : s.mounts) {
+    Json host = {{"path", m.host_path}};
+    if (!m.type.empty()) host["type"] = m.type;
+    volumes.push_back({{"name", m.name}, {"hostPath", host}});
+    Json mount = {{"name", m.name}, {"mountPath", m.mount_path}, {"readOnly", m.read_only}};
+    if (m.bidirectional) mount["mountPropagation"] = "Bidirectional";
+    mounts.push_back(std::move(mount));
+  }
+  for (const auto& [cm, path] : s.config_maps) {
+    volumes.push_back({{"name", cm}, {"configMap", {{"name", cm}, {"optional", true}}}});
+    mounts.push_back({{"name", cm}, {"mountPath", path}, {"readOnly", true}});
+  }
+  Json security;
+  if (s.privileged) {
+    security = {{"privileged", true}};
+  } else {
+    security = {{"allowPrivilegeEscalation", false},
+                {"readOnlyRootFilesystem", true},
+                {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+  }
+  Json resources = {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}};
+  if (!s.memory_limit.empty()) resources["limits"] = {{"memory", s.memory_limit}};
+  Json container = {{"name", component},
+                    {"image", s.image},
+                    {"imagePullPolicy", policy.image_pull_policy},
+                    {"command", s.command},
+                    {"env", env},
+                    {"resources", resources},
+                    {"securityContext", security},
+                    {"volumeMounts", mounts}};
+  if (!s.ports.empty()) container["ports"] = s.ports;
+  if (!s.readiness_probe.is_null()) container["readinessProbe"] = s.readiness_probe;
+
+  Json pod_spec = {{"serviceAccountName", name},
+                   {"automountServiceAccountToken", !s.rules.empty()},
+                   {"priorityClassName", "system-node-critical"},
+                   {"nodeSelector", node_selector},
+                   {"tolerations", Tolerations(policy)},
+                   {"containers", Json::array({container})},
+                   {"volumes", volumes}};
+  if (s.host_pid) pod_spec["hostPID"] = true;
+  if (s.uses_gpus && runtime_class) pod_spec["runtimeClassName"] = kNvidiaRuntimeClass;
+  if (!policy.image_pull_secrets.empty()) {
+    Json secrets = Json::array();
+    for (const auto& secret : policy.image_pull_secrets) secrets.push_back({{"name", secret}});
+    pod_spec["imagePullSecrets"] = secrets;
+  }
+  Json strategy =
+      s.on_delete ? Json{{"type", "OnDelete"}}
+                  : Json{{"type", "RollingUpdate"}, {"rollingUpdate", {{"maxUnavailable", "10%"}}}};
+  return {
+      {"apiVersion", "apps/v1"},
+      {"kind", "DaemonSet"},
+      {"metadata", Meta(name, ns, component)},
+      {"spec",
+       {{"selector", {{"matchLabels", {{kNameLabel, name}}}}},
+        {"updateStrategy", strategy},
+        {"template", {{"metadata", {{"labels", Labels(component, name)}}}, {"spec", pod_spec}}}}}};
+}
+
+// The ServiceAccount, RBAC and DaemonSet of one component's spec.
+void AddComponent(const ComponentSpec& s, const std::string& name, const RenderInput& in,
+                  bool runtime_class, std::vector<Json>& accounts, std::vector<Json>& rbac,
+                  std::vector<Json>& daemon_sets) {
+  const std::string component = ComponentName(s.component);
+  accounts.push_back(ServiceAccount(name, in.ns, component, !s.rules.empty()));
+  if (!s.rules.empty()) {
+    rbac.push_back(ClusterRole(name, component, s.rules));
+    rbac.push_back(ClusterRoleBinding(name, in.ns, component));
+  }
+  daemon_sets.push_back(DaemonSet(s, name, in.policy, in.ns, runtime_class));
+}
+
+}  // namespace
+
+std::string DriverDaemonSetName(const std::string& pool) {
+  return pool.empty() ? "gpuop-driver" : absl::StrCat("gpuop-driver-", pool);
+}
+
+absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
+  const PolicySpec& policy = in.policy;
+  std::vector<Json> cluster, config_maps, accounts, rbac, daemon_sets;
+  const bool runtime_class = policy.Enabled(Component::kRuntime);
+  if (runtime_class) {
+    cluster.push_back({{"apiVersion", "node.k8s.io/v1"},
+                       {"kind", "RuntimeClass"},
+                       {"metadata", Meta(kNvidiaRuntimeClass, "", "runtime")},
+                       {"handler", kNvidiaRuntimeClass}});
+  }
+  for (Component c : kAllComponents) {
+    if (!policy.Enabled(c) || c == Component::kDriver) continue;
+    ComponentSpec spec = render::SpecFor(c, policy, in.ns);
+    for (auto& [cm, path] : spec.config_maps) {
+      if (cm == "gpuop-device-plugin-config" && !policy.components.device_plugin_config.empty()) {
+        cm = policy.components.device_plugin_config;  // the user's own configurations
+      }
+    }
+    AddComponent(spec, absl::StrCat("gpuop-", ComponentName(c)), in, runtime_class, accounts, rbac,
+                 daemon_sets);
+  }
+  if (policy.Enabled(Component::kDriver)) {
+    // One DaemonSet per driver: the policy's, and each pool that sets its own.
+    ComponentSpec spec =
+        render::DriverSpecFor(policy, "", policy.driver.repository, policy.driver.version);
+    AddComponent(spec, DriverDaemonSetName(""), in, runtime_class, accounts, rbac, daemon_sets);
+    for (const auto& pool : in.pools) {
+      if (!pool.driver_version.has_value() && !pool.driver_repository.has_value()) continue;
+      ComponentSpec pool_spec = render::DriverSpecFor(
+          policy, pool.name, pool.driver_repository.value_or(policy.driver.repository),
+          pool.driver_version.value_or(policy.driver.version));
+      const std::string name = DriverDaemonSetName(pool.name);
+      // The pool's driver DaemonSet shares the component's ServiceAccount.
+      daemon_sets.push_back(DaemonSet(pool_spec, name, policy, in.ns, runtime_class));
+      daemon_sets.back()["spec"]["template"]["spec"]["serviceAccountName"] =
+          DriverDaemonSetName("");
+    }
+  }
+  if ((policy.Enabled(Component::kDevicePlugin) || policy.Enabled(Component::kLabels)) &&
+      policy.components.device_plugin_config.empty()) {
+    config_maps.push_back(render::DevicePluginConfigMap(policy, in.pools, in.ns));
+  }
+  if (policy.Enabled(Component::kMigManager) && policy.components.mig_config.empty()) {
+    config_maps.push_back(render::MigConfigMap(in.ns));
+  }
+  std::vector<Json> out;
+  for (auto* group : {&cluster, &config_maps, &accounts, &rbac, &daemon_sets}) {
+    for (auto& o : *group) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace gpuop::op

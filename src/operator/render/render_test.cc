@@ -1,0 +1,202 @@
+// The renderer is a pure function: golden files pin its output, and properties every rendering
+// must have are checked on each scenario. GPUOP_UPDATE_GOLDEN=1 rewrites the golden files.
+#include "operator/render/render.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "agent/deviceplugin/config.h"
+
+namespace gpuop::op {
+namespace {
+
+using Json = nlohmann::json;
+
+PolicySpec DefaultPolicy() {
+  PolicySpec p;
+  p.driver.version = "570.86.15";
+  return p;
+}
+
+NodePool Pool(const char* json) {
+  auto pool = ParseNodePool(Json::parse(json));
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  return *pool;
+}
+
+struct Scenario {
+  const char* name;
+  RenderInput input;
+};
+
+std::vector<Scenario> Scenarios() {
+  PolicySpec everything = DefaultPolicy();
+  everything.components.mig_manager = true;
+  everything.components.power_manager = true;
+  everything.components.runtime_kind = "containerd";
+  everything.image_pull_secrets = {"registry"};
+  everything.node_selector = {{"team", "ml"}};
+  std::vector<NodePool> pools = {
+      Pool(R"({"metadata": {"name": "a100"}, "spec": {"nodeSelector": {"matchLabels":
+              {"gpu": "a100"}}, "migLayout": "all-balanced"}})"),
+      Pool(R"({"metadata": {"name": "h100"}, "spec": {"nodeSelector": {"matchLabels":
+              {"gpu": "h100"}}, "driver": {"version": "580.65.06"},
+              "timeSlicing": {"replicas": 4}}})")};
+  PolicySpec minimal = DefaultPolicy();
+  minimal.driver.enabled = false;
+  minimal.components.runtime = false;
+  minimal.components.cdi = false;
+  minimal.components.exporter = false;
+  minimal.components.validator = false;
+  minimal.components.labels = false;
+  minimal.components.device_plugin_config = "my-plugin-configs";
+  return {{"default", {.policy = DefaultPolicy()}},
+          {"pools", {.policy = everything, .pools = pools, .ns = "gpu-operators"}},
+          {"minimal", {.policy = minimal}}};
+}
+
+std::vector<Json> Render(const RenderInput& input) {
+  auto objects = RenderOperands(input);
+  EXPECT_TRUE(objects.ok()) << objects.status();
+  return objects.ok() ? *objects : std::vector<Json>{};
+}
+
+std::string Id(const Json& o) {
+  return o["kind"].get<std::string>() + "/" + o["metadata"]["name"].get<std::string>();
+}
+
+const Json* Find(const std::vector<Json>& objects, const std::string& id) {
+  for (const auto& o : objects) {
+    if (Id(o) == id) return &o;
+  }
+  return nullptr;
+}
+
+TEST(RenderTest, OutputMatchesTheGoldenFiles) {
+  for (const auto& scenario : Scenarios()) {
+    const std::string rendered = Json(Render(scenario.input)).dump(2) + "\n";
+    const std::string path = std::string(GPUOP_RENDER_TESTDATA) + "/" + scenario.name + ".json";
+    if (std::getenv("GPUOP_UPDATE_GOLDEN") != nullptr) {
+      std::ofstream(path) << rendered;
+      continue;
+    }
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << "missing golden file " << path;
+    std::stringstream golden;
+    golden << in.rdbuf();
+    EXPECT_EQ(rendered, golden.str())
+        << scenario.name << ": rerun with GPUOP_UPDATE_GOLDEN=1 if the change is meant";
+  }
+}
+
+TEST(RenderTest, EveryObjectIsLabelledForPruning) {
+  for (const auto& scenario : Scenarios()) {
+    for (const auto& o : Render(scenario.input)) {
+      EXPECT_EQ(o["metadata"]["labels"][kManagedByLabel], kManagedByValue) << Id(o);
+      EXPECT_TRUE(o["metadata"]["labels"].contains(kComponentLabel)) << Id(o);
+    }
+  }
+}
+
+TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
+  const std::set<std::string> may_be_privileged = {"driver", "runtime", "mig-manager",
+                                                   "power-manager"};
+  for (const auto& scenario : Scenarios()) {
+    const std::vector<Json> objects = Render(scenario.input);
+    for (const auto& o : objects) {
+      if (o["kind"] == "ClusterRoleBinding") {
+        EXPECT_NE(Find(objects, "ClusterRole/" + o["roleRef"]["name"].get<std::string>()), nullptr);
+        EXPECT_NE(Find(objects, "ServiceAccount/" + o["subjects"][0]["name"].get<std::string>()),
+                  nullptr);
+        EXPECT_EQ(o["subjects"][0]["namespace"], scenario.input.ns);
+      }
+      if (o["kind"] == "ClusterRole") {
+        for (const auto& rule : o["rules"]) {
+          for (const auto& verb : rule["verbs"]) {
+            EXPECT_NE(verb, "*") << Id(o);
+            EXPECT_NE(verb, "delete") << Id(o) << ": no agent component deletes anything";
+          }
+          for (const auto& resource : rule["resources"]) EXPECT_NE(resource, "secrets") << Id(o);
+        }
+      }
+      if (o["kind"] != "DaemonSet") continue;
+      const Json& pod = o["spec"]["template"]["spec"];
+      const std::string component = o["metadata"]["labels"][kComponentLabel];
+      ASSERT_NE(Find(objects, "ServiceAccount/" + pod["serviceAccountName"].get<std::string>()),
+                nullptr)
+          << Id(o);
+      const bool has_role =
+          Find(objects, "ClusterRole/" + pod["serviceAccountName"].get<std::string>()) != nullptr;
+      EXPECT_EQ(pod["automountServiceAccountToken"], has_role) << Id(o);
+      const Json& security = pod["containers"][0]["securityContext"];
+      if (!may_be_privileged.contains(component)) {
+        EXPECT_FALSE(security.value("privileged", false)) << Id(o);
+        EXPECT_EQ(security["capabilities"]["drop"][0], "ALL") << Id(o);
+        EXPECT_FALSE(pod.value("hostPID", false)) << Id(o);
+      }
+      EXPECT_EQ(pod["nodeSelector"]["gpuop.io/deploy." + component], "true") << Id(o);
+      EXPECT_EQ(o["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
+                o["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]);
+    }
+  }
+}
+
+TEST(RenderTest, DisabledComponentsAreNotRendered) {
+  const std::vector<Json> minimal = Render(Scenarios()[2].input);
+  EXPECT_EQ(Find(minimal, "DaemonSet/gpuop-driver"), nullptr);
+  EXPECT_EQ(Find(minimal, "DaemonSet/gpuop-exporter"), nullptr);
+  EXPECT_EQ(Find(minimal, "RuntimeClass/nvidia"), nullptr);
+  EXPECT_EQ(Find(minimal, "ConfigMap/gpuop-device-plugin-config"), nullptr)
+      << "the policy names its own configurations";
+  const Json* plugin = Find(minimal, "DaemonSet/gpuop-device-plugin");
+  ASSERT_NE(plugin, nullptr);
+  EXPECT_FALSE(plugin->at("spec").at("template").at("spec").contains("runtimeClassName"));
+  bool mounts_user_config = false;
+  for (const auto& v : plugin->at("spec").at("template").at("spec").at("volumes")) {
+    if (v.contains("configMap") && v["configMap"]["name"] == "my-plugin-configs") {
+      mounts_user_config = true;
+    }
+  }
+  EXPECT_TRUE(mounts_user_config);
+}
+
+TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {
+  const std::vector<Json> objects = Render(Scenarios()[1].input);
+  const Json* pool = Find(objects, "DaemonSet/gpuop-driver-h100");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->at("spec").at("updateStrategy").at("type"), "OnDelete");
+  const Json& pod = pool->at("spec").at("template").at("spec");
+  EXPECT_EQ(pod["containers"][0]["image"], "nvcr.io/nvidia/driver:580.65.06-ubuntu22.04");
+  EXPECT_EQ(pod["nodeSelector"]["gpuop.io/driver.pool"], "h100");
+  EXPECT_EQ(pod["nodeSelector"]["team"], "ml");
+  const Json* base = Find(objects, "DaemonSet/gpuop-driver");
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(
+      base->at("spec").at("template").at("spec").at("nodeSelector").at("gpuop.io/driver.pool"),
+      "default");
+  EXPECT_EQ(Find(objects, "DaemonSet/gpuop-driver-a100"), nullptr) << "a100 sets no driver";
+}
+
+TEST(RenderTest, TheDevicePluginAcceptsTheRenderedConfigurations) {
+  const std::vector<Json> objects = Render(Scenarios()[1].input);
+  const Json* cm = Find(objects, "ConfigMap/gpuop-device-plugin-config");
+  ASSERT_NE(cm, nullptr);
+  ASSERT_TRUE(cm->at("data").contains("pool-h100"));
+  for (const auto& [name, yaml] : cm->at("data").items()) {
+    auto config = agent::ParseDevicePluginConfig(yaml.get<std::string>(), name);
+    ASSERT_TRUE(config.ok()) << name << ": " << config.status();
+    if (name == "pool-h100") {
+      ASSERT_EQ(config->time_slicing.size(), 1u);
+      EXPECT_EQ(config->time_slicing[0].replicas, 4);
+    }
+    EXPECT_EQ(config->mig_strategy, agent::MigStrategy::kSingle);
+  }
+}
+
+}  // namespace
+}  // namespace gpuop::op
