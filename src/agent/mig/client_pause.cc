@@ -56,8 +56,8 @@ absl::StatusOr<PauseRecord> DecodePauseRecord(absl::string_view text) {
     } else if (value.is_null()) {
       record[label] = std::nullopt;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "annotation ", kPauseRecordAnnotation, ": ", label, ": must be a string or null"));
+      return absl::InvalidArgumentError(absl::StrCat("annotation ", kPauseRecordAnnotation, ": ",
+                                                     label, ": must be a string or null"));
     }
   }
   return record;

@@ -8,8 +8,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::vector<PausedComponent> kComponents = {{"deploy.a", "app=a"}, {"deploy.b", "app=b"},
-                                                  {"deploy.c", ""}};
+const std::vector<PausedComponent> kComponents = {
+    {"deploy.a", "app=a"}, {"deploy.b", "app=b"}, {"deploy.c", ""}};
 
 TEST(ClientPauseTest, PauseRecordsExactValuesAndRestoreBringsThemBack) {
   NodeMeta meta{.labels = {{"deploy.a", "true"}, {"deploy.b", "false"}, {"other", "x"}}};
@@ -21,8 +21,8 @@ TEST(ClientPauseTest, PauseRecordsExactValuesAndRestoreBringsThemBack) {
   ASSERT_TRUE(pause.annotations.contains(kPauseRecordAnnotation));
   auto record = DecodePauseRecord(*pause.annotations.at(kPauseRecordAnnotation));
   ASSERT_TRUE(record.ok()) << record.status();
-  EXPECT_EQ(*record, (PauseRecord{{"deploy.a", "true"}, {"deploy.b", "false"},
-                                  {"deploy.c", std::nullopt}}));
+  EXPECT_EQ(*record,
+            (PauseRecord{{"deploy.a", "true"}, {"deploy.b", "false"}, {"deploy.c", std::nullopt}}));
   ApplyWrite(pause, meta);
   EXPECT_TRUE(IsPaused(meta, kComponents));
   // Pausing again (an agent restarted mid-change) keeps the record: it must not record

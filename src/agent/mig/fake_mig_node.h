@@ -92,8 +92,7 @@ class FakeMigNode final : public MigNode {
 };
 
 // Whether `labels` match the selector (the subset FakeMigNode supports).
-bool MatchesSelector(const std::map<std::string, std::string>& labels,
-                     const std::string& selector);
+bool MatchesSelector(const std::map<std::string, std::string>& labels, const std::string& selector);
 
 }  // namespace gpuop::agent::mig
 

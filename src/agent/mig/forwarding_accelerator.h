@@ -27,8 +27,8 @@ class ForwardingAccelerator : public hw::Accelerator {
   [[nodiscard]] absl::StatusOr<bool> SetMigMode(int gpu_index, bool enabled) override {
     return target_.SetMigMode(gpu_index, enabled);
   }
-  [[nodiscard]] absl::StatusOr<hw::MigDevice> CreateMigDevice(
-      int gpu_index, const std::string& profile) override {
+  [[nodiscard]] absl::StatusOr<hw::MigDevice> CreateMigDevice(int gpu_index,
+                                                              const std::string& profile) override {
     return target_.CreateMigDevice(gpu_index, profile);
   }
   [[nodiscard]] absl::Status DestroyMigDevice(int gpu_index,

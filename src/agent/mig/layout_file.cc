@@ -32,9 +32,8 @@ absl::StatusOr<LayoutNotice> WriteLayoutFile(const std::filesystem::path& path,
   const absl::Status written = common::WriteFileAtomically(
       path, absl::StrCat("generation: ", notice.generation, "\nlayout: ", layout, "\n"));
   if (!written.ok()) {
-    return absl::Status(written.code(),
-                        absl::StrCat("write MIG layout file ", path.string(), ": ",
-                                     written.message()));
+    return absl::Status(written.code(), absl::StrCat("write MIG layout file ", path.string(), ": ",
+                                                     written.message()));
   }
   return notice;
 }

@@ -1,8 +1,7 @@
 #include "agent/mig/layout_file.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/files.h"
 
@@ -10,8 +9,8 @@ namespace gpuop::agent::mig {
 namespace {
 
 TEST(LayoutFileTest, GenerationGrowsWithEveryWrite) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("gpuop-layout-" + std::to_string(getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpuop-layout-" + std::to_string(getpid()));
   const std::filesystem::path path = dir / "sub" / "mig-layout";
   EXPECT_EQ(ReadLayoutFile(path).generation, 0);
   auto first = WriteLayoutFile(path, "all-1g.5gb");

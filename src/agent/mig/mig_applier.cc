@@ -90,12 +90,12 @@ class GpuApplier {
       if (!device.ok()) {
         *no_placement = device.status().code() == absl::StatusCode::kResourceExhausted;
         const GpuLayout so_far{.mig_enabled = true, .mig_devices = created};
-        return Annotate(device.status(),
-                        absl::StrCat(outcome_.gpu, ": cannot create MIG profile ", profile,
-                                     created.empty() ? ""
-                                                     : absl::StrCat(" after creating ",
-                                                                    DescribeLayout(so_far)),
-                                     " (wanted ", DescribeLayout(desired), ")"));
+        return Annotate(
+            device.status(),
+            absl::StrCat(
+                outcome_.gpu, ": cannot create MIG profile ", profile,
+                created.empty() ? "" : absl::StrCat(" after creating ", DescribeLayout(so_far)),
+                " (wanted ", DescribeLayout(desired), ")"));
       }
       outcome_.changed = true;
       ++created[profile];
@@ -123,8 +123,7 @@ class GpuApplier {
     outcome_.layout = DescribeLayout(CurrentLayout(*gpu));
     if (InPlace(*gpu, desired)) return absl::OkStatus();
     return absl::InternalError(absl::StrCat(outcome_.gpu, ": after the change the GPU has ",
-                                            outcome_.layout, ", wanted ",
-                                            DescribeLayout(desired)));
+                                            outcome_.layout, ", wanted ", DescribeLayout(desired)));
   }
 
   hw::Accelerator& accelerator_;

@@ -11,8 +11,8 @@
 namespace gpuop::agent::mig {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::FakeMachine;
+using ::testing::HasSubstr;
 
 DesiredLayout All(int gpus, const GpuLayout& layout) {
   DesiredLayout desired;
@@ -81,8 +81,7 @@ TEST_F(MigApplierTest, AllBalancedFromEveryStartingPoint) {
   const ApplyResult result = PlanAndApply(machine_.nvml(), All(8, kBalanced));
   ASSERT_TRUE(result.status().ok()) << result.status();
   for (const hw::Gpu& gpu : machine_.Discover().gpus) {
-    EXPECT_TRUE(InPlace(gpu, kBalanced)) << gpu.index << ": "
-                                         << DescribeLayout(CurrentLayout(gpu));
+    EXPECT_TRUE(InPlace(gpu, kBalanced)) << gpu.index << ": " << DescribeLayout(CurrentLayout(gpu));
   }
   // Applying again finds everything in place.
   auto plan = PlanLayout(machine_.Discover(), All(8, kBalanced));
@@ -102,9 +101,9 @@ TEST_F(MigApplierTest, KeptInstanceInTheWayFallsBackToARebuild) {
 
 TEST_F(MigApplierTest, LayoutThatDoesNotFitFailsWithTheGpuAndProfile) {
   // GPU 4 has MIG off, so its profile table is known only after the mode change.
-  const ApplyResult result = PlanAndApply(
-      machine_.nvml(), {{4, {.mig_enabled = true, .mig_devices = {{"4g.20gb", 2}}}},
-                        {5, {.mig_enabled = true, .mig_devices = {{"7g.40gb", 1}}}}});
+  const ApplyResult result =
+      PlanAndApply(machine_.nvml(), {{4, {.mig_enabled = true, .mig_devices = {{"4g.20gb", 2}}}},
+                                     {5, {.mig_enabled = true, .mig_devices = {{"7g.40gb", 1}}}}});
   const absl::Status status = result.status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),

@@ -25,7 +25,8 @@ std::optional<std::string> Lookup(const std::map<std::string, std::string>& map,
 std::string ChangingGpus(const LayoutPlan& plan) {
   std::vector<std::string> parts;
   for (const GpuPlan& p : plan.gpus) {
-    if (!p.in_place()) parts.push_back(absl::StrCat("GPU ", p.gpu_index, " -> ", DescribeLayout(p.desired)));
+    if (!p.in_place())
+      parts.push_back(absl::StrCat("GPU ", p.gpu_index, " -> ", DescribeLayout(p.desired)));
   }
   return absl::StrJoin(parts, "; ");
 }
@@ -74,8 +75,8 @@ absl::Status MigManager::CheckProcesses(const LayoutPlan& plan) {
     if (it == changing.end() || gpu.processes.empty()) continue;
     std::set<unsigned int> pids;
     for (const hw::ProcessUsage& p : gpu.processes) pids.insert(p.pid);
-    busy.push_back(absl::StrCat(it->second, ": PID", pids.size() > 1 ? "s " : " ",
-                                absl::StrJoin(pids, ", ")));
+    busy.push_back(
+        absl::StrCat(it->second, ": PID", pids.size() > 1 ? "s " : " ", absl::StrJoin(pids, ", ")));
   }
   if (busy.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(
@@ -103,10 +104,10 @@ absl::Status MigManager::WaitForClients(Change& change) {
                                                        absl::StrJoin(remaining, ", "), ")")));
     const absl::Time now = clock_.Now();
     if (now >= pod_deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "timed out while waiting for GPU clients to stop (pod stop timeout ",
-          absl::FormatDuration(options_.pod_stop_timeout),
-          "); still on the node: ", absl::StrJoin(remaining, ", ")));
+      return absl::DeadlineExceededError(
+          absl::StrCat("timed out while waiting for GPU clients to stop (pod stop timeout ",
+                       absl::FormatDuration(options_.pod_stop_timeout),
+                       "); still on the node: ", absl::StrJoin(remaining, ", ")));
     }
     if (!WaitUntil(std::min(pod_deadline, now + options_.poll_interval))) {
       return absl::CancelledError(
@@ -118,11 +119,10 @@ absl::Status MigManager::WaitForClients(Change& change) {
 absl::Status MigManager::HardwareIdle() const {
   absl::MutexLock lock(&mu_);
   if (hardware_ == nullptr || hardware_->done) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat("a MIG operation begun at ", absl::FormatTime(hardware_->started), " (",
-                   hardware_->step,
-                   ") has not returned; the GPU driver may be hung: reset the GPU or reboot the "
-                   "node"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "a MIG operation begun at ", absl::FormatTime(hardware_->started), " (", hardware_->step,
+      ") has not returned; the GPU driver may be hung: reset the GPU or reboot the "
+      "node"));
 }
 
 absl::Status MigManager::ApplyOnHelper(Change& change, const LayoutPlan& plan,
@@ -160,9 +160,8 @@ absl::Status MigManager::ApplyOnHelper(Change& change, const LayoutPlan& plan,
   });
 
   absl::MutexLock lock(&mu_);
-  auto done_or_stopping = [this, &run]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return run->done || stopping_;
-  };
+  auto done_or_stopping = [this, &run]()
+                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return run->done || stopping_; };
   clock_.AwaitWithDeadline(mu_, absl::Condition(&done_or_stopping), deadline);
   if (!run->done && stopping_) {
     auto done = [&run]() { return run->done; };
@@ -170,9 +169,9 @@ absl::Status MigManager::ApplyOnHelper(Change& change, const LayoutPlan& plan,
                              std::min(deadline, clock_.Now() + options_.stop_grace));
   }
   if (!run->done) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        stopping_ ? "interrupted by agent shutdown" : "timed out",
-        " while applying the MIG layout: ", run->step, " has not returned"));
+    return absl::DeadlineExceededError(
+        absl::StrCat(stopping_ ? "interrupted by agent shutdown" : "timed out",
+                     " while applying the MIG layout: ", run->step, " has not returned"));
   }
   result = run->result;
   return absl::OkStatus();
@@ -198,8 +197,7 @@ absl::Status MigManager::RunChange(Change& change, const LayoutPlan& initial_pla
 
   change.step = "pausing GPU clients";
   GPUOP_RETURN_IF_ERROR(Proceed(change, change.step));
-  GPUOP_RETURN_IF_ERROR(
-      Write(PauseWrite(meta_, options_.components, options_.restore_fallback)));
+  GPUOP_RETURN_IF_ERROR(Write(PauseWrite(meta_, options_.components, options_.restore_fallback)));
 
   change.step = "waiting for GPU clients to stop";
   GPUOP_RETURN_IF_ERROR(WaitForClients(change));
@@ -239,8 +237,8 @@ void MigManager::Finish(Change& change, const absl::Status& outcome) {
     retry_ = Retry{};
     if (!change.in_place || !was_success) {
       const std::string reason =
-          absl::StrCat("MIG layout ", change.layout, change.in_place ? " is in place: " : " applied: ",
-                       change.summary);
+          absl::StrCat("MIG layout ", change.layout,
+                       change.in_place ? " is in place: " : " applied: ", change.summary);
       written.Update(WriteState(kStateSuccess, reason));
       if (!was_success) {
         node_.RecordEvent(kube::EventType::kNormal, "MigConfigApplied", reason);
@@ -250,9 +248,9 @@ void MigManager::Finish(Change& change, const absl::Status& outcome) {
     RecordFailure(change.key, outcome);
     const std::string reason =
         absl::StrCat("MIG layout ", change.layout, " failed: ", outcome.message());
-    const bool news = Lookup(meta_.annotations, kReasonAnnotation) !=
-                          kube::Truncate(reason, kMaxReasonBytes) ||
-                      Lookup(meta_.labels, kStateLabel) != kStateFailed;
+    const bool news =
+        Lookup(meta_.annotations, kReasonAnnotation) != kube::Truncate(reason, kMaxReasonBytes) ||
+        Lookup(meta_.labels, kStateLabel) != kStateFailed;
     written.Update(WriteState(kStateFailed, reason));
     if (news) node_.RecordEvent(kube::EventType::kWarning, "MigConfigFailed", reason);
   }

@@ -207,9 +207,10 @@ absl::StatusOr<DesiredLayout> ResolveLayout(const MigConfig& config, const std::
   if (it == config.layouts.end()) {
     std::vector<std::string> known;
     for (const auto& [n, entries] : config.layouts) known.push_back(n);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "MIG layout \"", name, "\" is not defined in ", config.source.empty() ? "the config" : config.source,
-        " (defined: ", known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("MIG layout \"", name, "\" is not defined in ",
+                     config.source.empty() ? "the config" : config.source,
+                     " (defined: ", known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
   }
   DesiredLayout desired;
   std::map<int, size_t> selected_by;  // GPU index -> entry
@@ -234,9 +235,9 @@ absl::StatusOr<DesiredLayout> ResolveLayout(const MigConfig& config, const std::
     for (const hw::Gpu* gpu : chosen) {
       if (!FilterSelects(entry, *gpu)) continue;
       if (const auto prior = selected_by.find(gpu->index); prior != selected_by.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "MIG layout \"", name, "\": ", field, " selects GPU ", gpu->index,
-            ", which mig-configs.", name, "[", prior->second, "] already selects"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("MIG layout \"", name, "\": ", field, " selects GPU ", gpu->index,
+                         ", which mig-configs.", name, "[", prior->second, "] already selects"));
       }
       selected_by[gpu->index] = e;
       desired[gpu->index] = {.mig_enabled = entry.mig_enabled, .mig_devices = entry.mig_devices};

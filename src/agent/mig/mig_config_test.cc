@@ -92,8 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "mig-configs.a[0].devices[1]: GPU 1 is repeated"},
         BadConfig{"NoMigEnabled", "version: v1\nmig-configs: {a: [{devices: all}]}",
                   "mig-configs.a[0].mig-enabled: required"},
-        BadConfig{"BadBool",
-                  "version: v1\nmig-configs: {a: [{devices: all, mig-enabled: maybe}]}",
+        BadConfig{"BadBool", "version: v1\nmig-configs: {a: [{devices: all, mig-enabled: maybe}]}",
                   "mig-configs.a[0].mig-enabled: must be true or false"},
         BadConfig{"BadCount",
                   "version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true, "
@@ -130,8 +129,8 @@ std::vector<hw::Gpu> Gpus(const std::vector<std::string>& products) {
 TEST(MigConfigTest, ResolvesByIndexAndProduct) {
   auto config = ParseMigConfig(kConfig, "/etc/mig.yaml");
   ASSERT_TRUE(config.ok());
-  const auto gpus = Gpus({"NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB",
-                          "nvidia a100-sxm4-40gb", "NVIDIA L4", "NVIDIA T4"});
+  const auto gpus = Gpus({"NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", "nvidia a100-sxm4-40gb",
+                          "NVIDIA L4", "NVIDIA T4"});
   auto desired = ResolveLayout(*config, "custom", gpus);
   ASSERT_TRUE(desired.ok()) << desired.status();
   ASSERT_EQ(desired->size(), 4u);  // GPU 4 (a T4) is selected by no entry

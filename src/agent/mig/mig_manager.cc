@@ -122,7 +122,8 @@ bool MigManager::WaitUntil(absl::Time deadline) {
 absl::Status MigManager::Proceed(const Change& change, const std::string& step) const {
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::CancelledError(absl::StrCat("interrupted by agent shutdown while ", step));
+    if (stopping_)
+      return absl::CancelledError(absl::StrCat("interrupted by agent shutdown while ", step));
   }
   if (clock_.Now() >= change.deadline) {
     return absl::DeadlineExceededError(absl::StrCat("timed out while ", step, " (change deadline ",
@@ -169,9 +170,9 @@ MigSyncResult MigManager::Sync() {
                 .initial_state = state,
                 .deadline = clock_.Now() + options_.change_deadline};
   absl::StatusOr<std::string> text = common::ReadFile(options_.config_file);
-  change.key = absl::StrCat(layout, "\n",
-                            text.ok() ? std::to_string(std::hash<std::string>()(*text))
-                                      : text.status().ToString());
+  change.key = absl::StrCat(
+      layout, "\n",
+      text.ok() ? std::to_string(std::hash<std::string>()(*text)) : text.status().ToString());
   if (retry_.key == change.key && clock_.Now() < retry_.at) {
     // The same layout failed and it is not time to try again: keep the node consistent.
     absl::Status cleaned = Restore();
@@ -216,8 +217,8 @@ MigSyncResult MigManager::Sync() {
   if (!status.ok()) {
     return {.outcome = MigSyncResult::Outcome::kFailed, .layout = layout, .status = status};
   }
-  return {.outcome = change.in_place ? MigSyncResult::Outcome::kInPlace
-                                     : MigSyncResult::Outcome::kApplied,
+  return {.outcome =
+              change.in_place ? MigSyncResult::Outcome::kInPlace : MigSyncResult::Outcome::kApplied,
           .layout = layout};
 }
 

@@ -105,8 +105,10 @@ class MigManager {
   // at retry times.
   void Start();
   // Interrupts a change in progress (failed: "interrupted by agent shutdown while <step>",
-  // clients restored), stops the worker and the watch. Waits up to stop_grace for a hardware
-  // operation in progress. Idempotent.
+  // clients restored), stops the worker and the watch. Idempotent. A hardware operation in
+  // progress gets up to stop_grace to return before the change is finished as failed; a driver
+  // call that never returns still keeps Stop() waiting for its thread (which uses the
+  // accelerator), with the node already restored.
   void Stop();
   // Makes the worker sync now.
   void Trigger();
@@ -166,7 +168,7 @@ class MigManager {
   std::shared_ptr<HardwareRun> hardware_ ABSL_GUARDED_BY(mu_);
   MigSyncResult last_result_ ABSL_GUARDED_BY(mu_);
   int64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Mutex stop_mu_;  // serializes Stop()
+  absl::Mutex stop_mu_;                         // serializes Stop()
   std::vector<std::jthread> hardware_threads_;  // worker only; joined by Stop()
   std::jthread worker_;
 };

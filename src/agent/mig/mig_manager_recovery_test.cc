@@ -20,10 +20,9 @@ void LeaveStuckPending(FakeMigNode& node, const std::string& layout) {
   node.SetLabel(kDevicePlugin, kPausedValue);
   node.SetLabel(kExporter, kPausedValue);
   node.SetLabel(kDcgm, kPausedValue);
-  node.SetAnnotation(kPauseRecordAnnotation,
-                     EncodePauseRecord({{kDevicePlugin, "true"},
-                                        {kExporter, "false"},
-                                        {kDcgm, std::nullopt}}));
+  node.SetAnnotation(
+      kPauseRecordAnnotation,
+      EncodePauseRecord({{kDevicePlugin, "true"}, {kExporter, "false"}, {kDcgm, std::nullopt}}));
 }
 
 TEST_F(MigManagerTest, RecoversAStuckPendingNodeWhoseLayoutIsInPlace) {

@@ -60,9 +60,8 @@ TEST_F(MigManagerTest, AppliesLayoutWithClientsPausedThenRestoredExactly) {
   EXPECT_EQ(writes[1].annotations.at(kPauseRecordAnnotation),
             R"({"gpuop.io/deploy.dcgm":null,"gpuop.io/deploy.device-plugin":"true",)"
             R"("gpuop.io/deploy.exporter":"false"})");
-  EXPECT_EQ(writes[2].labels, (MetaChanges{{kDcgm, std::nullopt},
-                                           {kDevicePlugin, "true"},
-                                           {kExporter, "false"}}));
+  EXPECT_EQ(writes[2].labels,
+            (MetaChanges{{kDcgm, std::nullopt}, {kDevicePlugin, "true"}, {kExporter, "false"}}));
   EXPECT_EQ(writes[3].labels.at(kStateLabel), kStateSuccess);
   const auto events = node_.events();
   ASSERT_EQ(events.size(), 2u);
@@ -134,8 +133,9 @@ TEST_F(MigManagerTest, LayoutThatCannotFitFailsWithReasonAndIsNotRetried) {
   const MigSyncResult result = manager.SyncOnce();
   ASSERT_EQ(result.outcome, Outcome::kFailed);
   ExpectState(kStateFailed);
-  EXPECT_EQ(Reason(), "MIG layout too-big failed: GPU 4 (NVIDIA A100-SXM4-40GB): 2x4g.20gb does "
-                      "not fit: at most 1 fit");
+  EXPECT_EQ(Reason(),
+            "MIG layout too-big failed: GPU 4 (NVIDIA A100-SXM4-40GB): 2x4g.20gb does "
+            "not fit: at most 1 fit");
   ExpectRestored();
   // MIG mode did change on GPU 4: the consumers of the layout file must know.
   EXPECT_EQ(ReadLayoutFile(layout_path()).generation, 1);
@@ -158,7 +158,8 @@ TEST_F(MigManagerTest, LayoutThatCannotFitFailsWithReasonAndIsNotRetried) {
 }
 
 TEST_F(MigManagerTest, BadConfigurationFailsWithoutPausing) {
-  ASSERT_TRUE(common::WriteFileAtomically(config_path(), "version: v1\nmig-configs: {a: 1}\n").ok());
+  ASSERT_TRUE(
+      common::WriteFileAtomically(config_path(), "version: v1\nmig-configs: {a: 1}\n").ok());
   node_.SetLabel(kConfigLabel, "a");
   EXPECT_EQ(Manager().SyncOnce().outcome, Outcome::kFailed);
   ExpectState(kStateFailed);

@@ -105,8 +105,7 @@ class MigManagerTest : public ::testing::Test {
   void OperatorRemovesPausedPods() {
     node_.OnPatch([](FakeMigNode& node) {
       for (const auto& [label, component] :
-           {std::pair{kDevicePlugin, "device-plugin"}, {kExporter, "exporter"},
-            {kDcgm, "dcgm"}}) {
+           {std::pair{kDevicePlugin, "device-plugin"}, {kExporter, "exporter"}, {kDcgm, "dcgm"}}) {
         if (node.label(label) == kPausedValue) {
           node.RemovePods("app.kubernetes.io/component", component);
         }

@@ -66,10 +66,11 @@ absl::Status KubeMigNode::Patch(const MetaChanges& labels, const MetaChanges& an
 
 absl::StatusOr<std::vector<std::string>> KubeMigNode::ActivePods(
     const std::string& label_selector) {
-  absl::StatusOr<kube::ObjectList> pods = client_.ListAll(
-      kube::resources::kPods, pod_namespace_,
-      {.label_selector = label_selector, .field_selector = "spec.nodeName=" + node_name_,
-       .limit = 500});
+  absl::StatusOr<kube::ObjectList> pods =
+      client_.ListAll(kube::resources::kPods, pod_namespace_,
+                      {.label_selector = label_selector,
+                       .field_selector = "spec.nodeName=" + node_name_,
+                       .limit = 500});
   if (!pods.ok()) {
     return Annotate(pods.status(), absl::StrCat("list pods on node ", node_name_, " matching \"",
                                                 label_selector, "\""));

@@ -58,7 +58,8 @@ class MigNode {
 // RBAC: nodes get/list/watch/patch; pods list (in `pod_namespace`, or cluster-wide when empty);
 // events.k8s.io events create/patch.
 //
-// Thread-safe. `client` and `recorder` must outlive it.
+// Thread-safe, except Watch and StopWatching, which one owner calls. `client` and `recorder`
+// must outlive it.
 class KubeMigNode final : public MigNode {
  public:
   static constexpr char kFieldManager[] = "gpuop-agent-mig";

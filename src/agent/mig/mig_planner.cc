@@ -89,9 +89,9 @@ absl::Status CheckFits(const hw::Gpu& gpu, const std::map<std::string, int>& cou
     if (profile == nullptr) {
       std::vector<std::string> offered;
       for (const hw::MigProfile& p : gpu.mig_profiles) offered.push_back(p.name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          DescribeGpu(gpu), ": MIG profile \"", name, "\" is not offered (offered: ",
-          offered.empty() ? "none" : absl::StrJoin(offered, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(DescribeGpu(gpu), ": MIG profile \"", name, "\" is not offered (offered: ",
+                       offered.empty() ? "none" : absl::StrJoin(offered, ", "), ")"));
     }
     if (static_cast<unsigned int>(count) > profile->instance_count) {
       return absl::InvalidArgumentError(absl::StrCat(DescribeGpu(gpu), ": ", count, "x", name,
@@ -102,9 +102,9 @@ absl::Status CheckFits(const hw::Gpu& gpu, const std::map<std::string, int>& cou
     memory += profile->memory_bytes * static_cast<uint64_t>(count);
   }
   if (slices > gpu_slices) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(DescribeGpu(gpu), ": ", DescribeLayout(wanted), " does not fit: it needs ",
-                     slices, " compute slices and the GPU has ", gpu_slices));
+    return absl::InvalidArgumentError(absl::StrCat(DescribeGpu(gpu), ": ", DescribeLayout(wanted),
+                                                   " does not fit: it needs ", slices,
+                                                   " compute slices and the GPU has ", gpu_slices));
   }
   if (memory > gpu_memory) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -124,9 +124,9 @@ std::vector<std::string> CreationOrder(const hw::Gpu& gpu,
   std::vector<Key> keys;
   for (const auto& [name, count] : counts) {
     const hw::MigProfile* p = FindProfile(gpu, name);
-    keys.push_back({p != nullptr ? p->slice_count
-                                 : static_cast<unsigned int>(std::atoi(name.c_str())),
-                    p != nullptr ? p->memory_bytes : 0, name});
+    keys.push_back(
+        {p != nullptr ? p->slice_count : static_cast<unsigned int>(std::atoi(name.c_str())),
+         p != nullptr ? p->memory_bytes : 0, name});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
     if (a.slices != b.slices) return a.slices > b.slices;
@@ -134,7 +134,8 @@ std::vector<std::string> CreationOrder(const hw::Gpu& gpu,
     return a.name < b.name;
   });
   std::vector<std::string> order;
-  for (const Key& k : keys) order.insert(order.end(), static_cast<size_t>(counts.at(k.name)), k.name);
+  for (const Key& k : keys)
+    order.insert(order.end(), static_cast<size_t>(counts.at(k.name)), k.name);
   return order;
 }
 

@@ -71,7 +71,8 @@ bool InPlace(const hw::Gpu& gpu, const GpuLayout& desired);
 // The creation order of `counts` on `gpu`: larger profiles first (slices, then memory), then by
 // name; each profile repeated by its count. Profiles the GPU does not offer sort by the slice
 // count their name states.
-std::vector<std::string> CreationOrder(const hw::Gpu& gpu, const std::map<std::string, int>& counts);
+std::vector<std::string> CreationOrder(const hw::Gpu& gpu,
+                                       const std::map<std::string, int>& counts);
 
 // Plans one GPU. InvalidArgument (naming the GPU and profile) when the layout cannot be had:
 // MIG wanted on a GPU that is not MIG-capable, a profile not offered, or a layout that does not

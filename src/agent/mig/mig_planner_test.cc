@@ -16,9 +16,9 @@ constexpr char kA100[] = "NVIDIA A100-SXM4-40GB";
 constexpr char kH100[] = "NVIDIA H100 80GB HBM3";
 
 std::vector<hw::MigProfile> A100Profiles() {
-  return {{"1g.5gb", 19, 1, 7, 4864 * kMiB},   {"1g.5gb+me", 20, 1, 1, 4864 * kMiB},
-          {"1g.10gb", 15, 1, 4, 9856 * kMiB},  {"2g.10gb", 14, 2, 3, 9856 * kMiB},
-          {"3g.20gb", 9, 3, 2, 19968 * kMiB},  {"4g.20gb", 5, 4, 1, 19968 * kMiB},
+  return {{"1g.5gb", 19, 1, 7, 4864 * kMiB},  {"1g.5gb+me", 20, 1, 1, 4864 * kMiB},
+          {"1g.10gb", 15, 1, 4, 9856 * kMiB}, {"2g.10gb", 14, 2, 3, 9856 * kMiB},
+          {"3g.20gb", 9, 3, 2, 19968 * kMiB}, {"4g.20gb", 5, 4, 1, 19968 * kMiB},
           {"7g.40gb", 0, 7, 1, 40192 * kMiB}};
 }
 
@@ -105,8 +105,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Transition{"AllDisabled",
                    All(8, {.mig_enabled = false}),
-                   {"destroy 7; mode off", "destroy 2; mode off", "destroy 3; mode off",
-                    "mode off", "in place", "in place", "in place", "in place"}},
+                   {"destroy 7; mode off", "destroy 2; mode off", "destroy 3; mode off", "mode off",
+                    "in place", "in place", "in place", "in place"}},
         Transition{"All1g5gb",
                    All(8, {.mig_enabled = true, .mig_devices = {{"1g.5gb", 7}}}),
                    {"in place", "destroy 2; " + k7x1g,
@@ -114,17 +114,16 @@ INSTANTIATE_TEST_SUITE_P(
                     "destroy 2; create 1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb 1g.5gb", k7x1g,
                     "mode on (replan); " + k7x1g, "mode on (replan); " + k7x1g,
                     "mode on (replan); " + k7x1g, "mode on (replan); " + k7x1g}},
-        Transition{
-            "AllBalanced",
-            All(8, {.mig_enabled = true,
-                    .mig_devices = {{"1g.5gb", 2}, {"2g.10gb", 1}, {"3g.20gb", 1}}}),
-            {"destroy 5; create 3g.20gb 2g.10gb", "destroy 1; create 2g.10gb 1g.5gb 1g.5gb",
-             // The 4g.20gb with two compute instances is not a match; the others are kept.
-             "destroy 1; create 3g.20gb 1g.5gb", "create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
-             "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
-             "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
-             "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
-             "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb"}},
+        Transition{"AllBalanced",
+                   All(8, {.mig_enabled = true,
+                           .mig_devices = {{"1g.5gb", 2}, {"2g.10gb", 1}, {"3g.20gb", 1}}}),
+                   {"destroy 5; create 3g.20gb 2g.10gb", "destroy 1; create 2g.10gb 1g.5gb 1g.5gb",
+                    // The 4g.20gb with two compute instances is not a match; the others are kept.
+                    "destroy 1; create 3g.20gb 1g.5gb", "create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
+                    "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
+                    "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
+                    "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb",
+                    "mode on (replan); create 3g.20gb 2g.10gb 1g.5gb 1g.5gb"}},
         Transition{"OnlySomeGpus",
                    {{1, {.mig_enabled = true, .mig_devices = {{"3g.20gb", 2}}}},
                     {3, {.mig_enabled = true, .mig_devices = {{"7g.40gb", 1}}}},
@@ -173,9 +172,9 @@ TEST(MigPlannerTest, InPlaceIsDetected) {
   EXPECT_TRUE(InPlace(inv.gpus[4], {.mig_enabled = false}));
   EXPECT_FALSE(InPlace(inv.gpus[0], {.mig_enabled = true, .mig_devices = {{"1g.5gb", 6}}}));
   // Same profiles, but one GPU instance is split into two compute instances.
-  EXPECT_FALSE(InPlace(inv.gpus[2], {.mig_enabled = true,
-                                     .mig_devices = {{"4g.20gb", 1}, {"2g.10gb", 1},
-                                                     {"1g.5gb", 1}}}));
+  EXPECT_FALSE(InPlace(
+      inv.gpus[2],
+      {.mig_enabled = true, .mig_devices = {{"4g.20gb", 1}, {"2g.10gb", 1}, {"1g.5gb", 1}}}));
   hw::Gpu pending = inv.gpus[4];
   pending.mig_pending_change = true;
   EXPECT_FALSE(InPlace(pending, {.mig_enabled = false}));
@@ -192,10 +191,10 @@ TEST(MigPlannerTest, InPlaceIsDetected) {
 
 TEST(MigPlannerTest, RebuildDestroysEverything) {
   const hw::Inventory inv = A100Preset();
-  auto plan = PlanGpu(inv.gpus[0],
-                      {.mig_enabled = true,
-                       .mig_devices = {{"1g.5gb", 2}, {"2g.10gb", 1}, {"3g.20gb", 1}}},
-                      PlanStrategy::kRebuild);
+  auto plan =
+      PlanGpu(inv.gpus[0],
+              {.mig_enabled = true, .mig_devices = {{"1g.5gb", 2}, {"2g.10gb", 1}, {"3g.20gb", 1}}},
+              PlanStrategy::kRebuild);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(Render(*plan), "destroy 7; create 3g.20gb 2g.10gb 1g.5gb 1g.5gb");
 }
@@ -225,11 +224,11 @@ INSTANTIATE_TEST_SUITE_P(
         Misfit{"TooManyOfAProfile",
                {.mig_enabled = true, .mig_devices = {{"4g.20gb", 2}}},
                "GPU 3 (NVIDIA A100-SXM4-40GB): 2x4g.20gb does not fit: at most 1 fit"},
-        Misfit{"TooManySlices",
-               {.mig_enabled = true, .mig_devices = {{"4g.20gb", 1}, {"3g.20gb", 1},
-                                                     {"1g.5gb", 1}}},
-               "1x4g.20gb, 1x3g.20gb, 1x1g.5gb does not fit: it needs 8 compute slices and "
-               "the GPU has 7"},
+        Misfit{
+            "TooManySlices",
+            {.mig_enabled = true, .mig_devices = {{"4g.20gb", 1}, {"3g.20gb", 1}, {"1g.5gb", 1}}},
+            "1x4g.20gb, 1x3g.20gb, 1x1g.5gb does not fit: it needs 8 compute slices and "
+            "the GPU has 7"},
         Misfit{"TooMuchMemory",
                {.mig_enabled = true, .mig_devices = {{"1g.10gb", 4}, {"1g.5gb", 1}}},
                "does not fit: it needs 44288 MiB of memory and the GPU's MIG memory is "

@@ -1,9 +1,6 @@
 #ifndef GPUOP_AGENT_MIG_MIG_TEST_UTIL_H_
 #define GPUOP_AGENT_MIG_MIG_TEST_UTIL_H_
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +8,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "hw/nvml/nvml_accelerator.h"
 
@@ -46,9 +45,7 @@ class FakeMachine {
   hw::NvmlAccelerator& nvml() { return *nvml_; }
   const std::filesystem::path& dir() const { return dir_; }
   // Appends a control line ("process 2 4242 1024").
-  void Control(const std::string& line) {
-    std::ofstream(control_, std::ios::app) << line << "\n";
-  }
+  void Control(const std::string& line) { std::ofstream(control_, std::ios::app) << line << "\n"; }
   hw::Inventory Discover() {
     auto inventory = nvml_->Discover();
     EXPECT_TRUE(inventory.ok()) << inventory.status();

@@ -15,7 +15,7 @@ struct MigManager::Change {
   std::string layout;
   std::string initial_state;  // the state label when the sync began
   absl::Time deadline;
-  std::string key;              // the layout and a digest of the configuration (retry state)
+  std::string key;                // the layout and a digest of the configuration (retry state)
   std::string step = "starting";  // what is being done, for "timed out while <step>"
   DesiredLayout desired;
   bool in_place = false;  // nothing to change at all
