@@ -1,0 +1,127 @@
+#ifndef GPUOP_AGENT_POWER_POWER_MANAGER_H_
+#define GPUOP_AGENT_POWER_POWER_MANAGER_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/power/allocation_source.h"
+#include "agent/power/power_policy.h"
+#include "common/clock.h"
+#include "hw/accelerator.h"
+
+namespace gpuop::agent::power {
+
+// What the power manager decided for one GPU in one round: the structured record it logs.
+struct PowerDecision {
+  enum class Action {
+    kNone,      // nothing to do
+    kLowered,   // idle and unallocated long enough: limit lowered to the floor
+    kRestored,  // allocated, busy, unknown or disabled again: limit restored
+    kSkipped,   // GPU lost, or no power management
+    kFailed,    // setting the limit failed; tried again next round
+  };
+  absl::Time time;
+  int gpu_index = 0;
+  std::string gpu_uuid;
+  Action action = Action::kNone;
+  double from_watts = 0;  // the limit before (kLowered, kRestored, kFailed)
+  double to_watts = 0;    // the limit set or attempted
+  // Why: "idle for 15m (utilization 0% <= 5%, no processes) and unallocated",
+  // "allocated to ml/train-0", "busy: utilization 80% > 5%", "processes 4242".
+  std::string reason;
+};
+
+std::string ActionName(PowerDecision::Action action);  // "none", "lowered", ...
+
+struct PowerManagerOptions {
+  PowerPolicy policy;  // the initial policy
+  // How often Start()'s thread runs a round.
+  absl::Duration interval = absl::Seconds(30);
+  // Called with every decision other than kNone (the decision log).
+  std::function<void(const PowerDecision&)> on_decision;
+  const common::Clock* clock = &common::Clock::Real();
+};
+
+// Lowers the power limit of GPUs that are idle (utilization at or below the threshold, or
+// unknown as on MIG-enabled GPUs, and no compute processes) and unallocated (no pod holds the
+// GPU or any of its MIG devices) for the policy's idle time, to the policy's floor within the
+// GPU's [min, max] constraints; restores the limit it found as soon as the GPU is allocated or
+// busy, when allocations cannot be read (the safe assumption is "allocated"), or when the policy
+// is disabled. A limit someone else changes while lowered is theirs: it is left alone.
+//
+// A manager started with the policy disabled changes nothing; disabled later (SetPolicy), it
+// restores what it lowered.
+//
+// Restarts: the manager keeps no file. On its first sight of a GPU whose current limit equals
+// the floor the policy computes (within 0.5 W) and is below the default, it takes that limit as
+// its own and will restore the default limit; a limit set by an administrator to anything else
+// is left as found until the manager lowers it, and then restored to it.
+//
+// Thread-safe. `accelerator` and `allocations` must outlive it.
+class PowerManager {
+ public:
+  PowerManager(hw::Accelerator& accelerator, AllocationSource& allocations,
+               PowerManagerOptions options);
+  ~PowerManager();  // Stop()
+  PowerManager(const PowerManager&) = delete;
+  PowerManager& operator=(const PowerManager&) = delete;
+
+  // One round: one sample, one allocation read, a decision per GPU (in index order), and the
+  // limit changes. Fails only when the GPUs cannot be sampled. When the GPUs cannot be
+  // discovered (needed to map device IDs to GPUs), allocations count as unknown.
+  [[nodiscard]] absl::StatusOr<std::vector<PowerDecision>> Tick();
+
+  // Replaces the policy (the cluster policy changed); the next round applies it.
+  void SetPolicy(const PowerPolicy& policy);
+
+  // Rounds every `interval` on a thread until Stop(). Stop() does not restore limits: a
+  // restarted agent recognises its own (see above), and a GPU at its floor is harmless.
+  void Start();
+  void Stop();
+
+  // What the manager tracks about a GPU.
+  struct GpuState {
+    bool seen = false;
+    std::optional<absl::Time> idle_since;  // idle and unallocated since
+    bool lowered = false;
+    double lowered_watts = 0;  // the limit it set
+    double restore_watts = 0;  // the limit it found and gives back
+  };
+  std::map<int, GpuState> state() const;
+
+ private:
+  PowerDecision Decide(const hw::GpuSample& gpu, const std::string& holder, bool allocations_known,
+                       const std::string& allocation_error, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  PowerDecision SetLimit(const hw::GpuSample& gpu, GpuState& state, bool lower, double watts,
+                         std::string reason, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // GPU index -> the first pod found holding it; refreshes the inventory when a device is
+  // unknown (its MIG layout changed).
+  std::map<int, std::string> Holders(const std::vector<DeviceAllocation>& allocations)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  hw::Accelerator& accelerator_;
+  AllocationSource& allocations_;
+  const PowerManagerOptions options_;
+  const common::Clock& clock_;
+
+  mutable absl::Mutex mu_;  // held through a round: rounds do not overlap
+  PowerPolicy policy_ ABSL_GUARDED_BY(mu_);
+  std::optional<hw::Inventory> inventory_ ABSL_GUARDED_BY(mu_);
+  std::map<int, GpuState> state_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex stop_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
+  std::jthread thread_;
+};
+
+}  // namespace gpuop::agent::power
+
+#endif  // GPUOP_AGENT_POWER_POWER_MANAGER_H_

@@ -1,0 +1,236 @@
+// The power manager against the fake NVML machine (8 x H100: 700 W default, 200-700 W): the
+// limits really change in the driver, and the clock is a FakeClock.
+#include "agent/power/power_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "agent/power/power_test_util.h"
+#include "common/fake_clock.h"
+
+namespace gpuop::agent::power {
+namespace {
+
+using ::testing::HasSubstr;
+using Action = PowerDecision::Action;
+
+class PowerManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(machine_.ok()); }
+
+  PowerManager& Manager(PowerPolicy policy) {
+    manager_ = std::make_unique<PowerManager>(
+        machine_.nvml(), allocations_,
+        PowerManagerOptions{.policy = policy,
+                            .on_decision = [this](const PowerDecision& d) { log_.push_back(d); },
+                            .clock = &clock_});
+    return *manager_;
+  }
+
+  std::vector<PowerDecision> Tick() {
+    auto decisions = manager_->Tick();
+    EXPECT_TRUE(decisions.ok()) << decisions.status();
+    return decisions.ok() ? *decisions : std::vector<PowerDecision>{};
+  }
+
+  // Ticks after `idle` of fake time so that idle GPUs qualify.
+  std::vector<PowerDecision> TickAfter(absl::Duration idle) {
+    clock_.Advance(idle);
+    return Tick();
+  }
+
+  DeviceAllocation Holding(int gpu, const std::string& pod, const std::string& suffix = "") {
+    return {.pod_namespace = "ml",
+            .pod_name = pod,
+            .container = "main",
+            .resource = "nvidia.com/gpu",
+            .device_id = machine_.Uuid(gpu) + suffix};
+  }
+
+  static constexpr PowerPolicy kPolicy{.enabled = true,
+                                       .idle_for = absl::Minutes(10),
+                                       .floor_fraction = 0.5,
+                                       .utilization_threshold_percent = 5};
+
+  testing::FakeMachine machine_{"h100-8x-nvswitch"};
+  FakeAllocationSource allocations_;
+  common::FakeClock clock_;
+  std::vector<PowerDecision> log_;
+  std::unique_ptr<PowerManager> manager_;
+};
+
+TEST_F(PowerManagerTest, IdleUnallocatedGpusAreLoweredAfterTheIdleTime) {
+  allocations_.Set({Holding(0, "train-0")});
+  machine_.Control("set 1 gpu_util 80");
+  machine_.Control("process 2 4242 1024");
+  Manager(kPolicy);
+  std::vector<PowerDecision> d = Tick();
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(d[0].reason, "allocated to ml/train-0");
+  EXPECT_EQ(d[1].reason, "busy: utilization 80% > 5%");
+  EXPECT_EQ(d[2].reason, "busy: processes 4242");
+  EXPECT_EQ(d[3].reason, "idle and unallocated for 0 of 10m");
+  d = TickAfter(absl::Minutes(9));
+  EXPECT_EQ(d[3].action, Action::kNone);
+  EXPECT_TRUE(log_.empty());
+
+  d = TickAfter(absl::Minutes(1));
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    EXPECT_EQ(d[gpu].action, gpu < 3 ? Action::kNone : Action::kLowered) << gpu;
+    EXPECT_EQ(machine_.Limit(gpu), gpu < 3 ? 700 : 350) << gpu;
+  }
+  EXPECT_EQ(d[3].from_watts, 700);
+  EXPECT_EQ(d[3].to_watts, 350);
+  EXPECT_EQ(d[3].gpu_uuid, machine_.Uuid(3));
+  EXPECT_EQ(d[3].reason, "idle for 10m (utilization 0% <= 5%, no processes) and unallocated");
+  EXPECT_EQ(log_.size(), 5u);  // the five lowerings, logged
+  // Lowered GPUs stay lowered without further writes.
+  d = TickAfter(absl::Minutes(5));
+  EXPECT_EQ(d[3].action, Action::kNone);
+  EXPECT_EQ(log_.size(), 5u);
+}
+
+TEST_F(PowerManagerTest, AllocationOrWorkRestoresAtOnce) {
+  Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_EQ(machine_.Limit(3), 350);
+  // A time-sliced replica of GPU 3 is allocated; GPU 4 starts working; GPU 5 runs a process.
+  allocations_.Set({Holding(3, "infer-1", "::2")});
+  machine_.Control("set 4 gpu_util 50");
+  machine_.Control("process 5 777 2048");
+  std::vector<PowerDecision> d = Tick();
+  EXPECT_EQ(d[3].action, Action::kRestored);
+  EXPECT_EQ(d[3].reason, "allocated to ml/infer-1");
+  EXPECT_EQ(d[3].to_watts, 700);
+  EXPECT_EQ(d[4].action, Action::kRestored);
+  EXPECT_EQ(d[4].reason, "busy: utilization 50% > 5%");
+  EXPECT_EQ(d[5].action, Action::kRestored);
+  EXPECT_EQ(d[5].reason, "busy: processes 777");
+  EXPECT_EQ(d[6].action, Action::kNone);
+  for (int gpu = 3; gpu <= 5; ++gpu) EXPECT_EQ(machine_.Limit(gpu), 700) << gpu;
+  EXPECT_EQ(machine_.Limit(6), 350);
+
+  // Idle and free again: the idle time starts over.
+  allocations_.Set({});
+  machine_.Control("set 4 gpu_util 0");
+  machine_.Control("process-exit 5 777");
+  d = TickAfter(absl::Minutes(1));
+  EXPECT_EQ(d[3].action, Action::kNone);
+  d = TickAfter(absl::Minutes(10));
+  EXPECT_EQ(d[3].action, Action::kLowered);
+  EXPECT_EQ(machine_.Limit(3), 350);
+}
+
+TEST_F(PowerManagerTest, UnknownAllocationsCountAsAllocated) {
+  Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_EQ(machine_.Limit(7), 350);
+  allocations_.Fail(absl::UnavailableError("kubelet pod-resources socket: connection refused"));
+  const std::vector<PowerDecision> d = Tick();
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    EXPECT_EQ(d[gpu].action, Action::kRestored) << gpu;
+    EXPECT_THAT(d[gpu].reason, HasSubstr("allocations unknown (kubelet pod-resources socket"));
+    EXPECT_EQ(machine_.Limit(gpu), 700);
+  }
+}
+
+TEST_F(PowerManagerTest, LimitsStayWithinTheConstraints) {
+  Manager({.enabled = true, .idle_for = absl::Minutes(1), .floor_watts = 50});
+  Tick();
+  std::vector<PowerDecision> d = TickAfter(absl::Minutes(1));
+  EXPECT_EQ(d[0].to_watts, 200);  // the minimum, not 50
+  EXPECT_EQ(machine_.Limit(0), 200);
+
+  machine_.Control("set all gpu_util 100");
+  Tick();
+  Manager({.enabled = true, .idle_for = absl::Minutes(1), .floor_watts = 900});
+  machine_.Control("set all gpu_util 0");
+  Tick();
+  d = TickAfter(absl::Minutes(2));
+  EXPECT_EQ(d[0].action, Action::kNone);
+  EXPECT_EQ(d[0].reason, "limit 700 W is at or below the floor 700 W");
+  EXPECT_EQ(machine_.Limit(0), 700);
+}
+
+TEST_F(PowerManagerTest, RestartRecognisesItsOwnLimitsAndKeepsAnAdministratorsOnes) {
+  ASSERT_TRUE(machine_.nvml().SetPowerLimit(6, 500).ok());  // an administrator's limit
+  Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_EQ(machine_.Limit(5), 350);
+  ASSERT_EQ(machine_.Limit(6), 350);
+
+  // A new agent: GPU 5 at the floor is taken as its own, GPU 6 too (it cannot tell), and both
+  // go back to the default. Before the restart, GPU 6 would have gone back to 500.
+  Manager(kPolicy);
+  allocations_.Set({Holding(5, "a"), Holding(6, "b")});
+  std::vector<PowerDecision> d = Tick();
+  EXPECT_EQ(d[5].action, Action::kRestored);
+  EXPECT_EQ(machine_.Limit(5), 700);
+  EXPECT_EQ(machine_.Limit(6), 700);
+
+  // Without a restart the administrator's limit comes back exactly.
+  ASSERT_TRUE(machine_.nvml().SetPowerLimit(6, 500).ok());
+  allocations_.Set({});
+  Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_EQ(machine_.Limit(6), 350);
+  allocations_.Set({Holding(6, "b")});
+  d = Tick();
+  EXPECT_EQ(d[6].to_watts, 500);
+  EXPECT_EQ(machine_.Limit(6), 500);
+}
+
+TEST_F(PowerManagerTest, LimitChangedBySomeoneElseIsLeftAlone) {
+  PowerManager& manager = Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_TRUE(machine_.nvml().SetPowerLimit(3, 600).ok());
+  std::vector<PowerDecision> d = Tick();
+  EXPECT_EQ(d[3].reason, "limit changed to 600 W by someone else; left alone");
+  allocations_.Set({Holding(3, "x")});
+  d = Tick();
+  EXPECT_EQ(d[3].action, Action::kNone);
+  EXPECT_EQ(machine_.Limit(3), 600);
+  EXPECT_FALSE(manager.state().at(3).lowered);
+}
+
+TEST_F(PowerManagerTest, DisablingThePolicyRestoresAndADisabledOneChangesNothing) {
+  PowerManager& manager = Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_EQ(machine_.Limit(2), 350);
+  manager.SetPolicy({.enabled = false});
+  std::vector<PowerDecision> d = Tick();
+  EXPECT_EQ(d[2].action, Action::kRestored);
+  EXPECT_EQ(d[2].reason, "power management disabled");
+  EXPECT_EQ(machine_.Limit(2), 700);
+  d = TickAfter(absl::Hours(1));
+  for (const PowerDecision& decision : d) EXPECT_EQ(decision.action, Action::kNone);
+}
+
+TEST_F(PowerManagerTest, LostGpuIsSkipped) {
+  Manager(kPolicy);
+  machine_.Control("lost 4");
+  const std::vector<PowerDecision> d = Tick();
+  EXPECT_EQ(d[4].action, Action::kSkipped);
+  EXPECT_EQ(d[4].reason, "GPU lost");
+  EXPECT_EQ(ActionName(d[4].action), "skipped");
+}
+
+TEST_F(PowerManagerTest, StartRunsRoundsUntilStopped) {
+  PowerManager& manager = Manager(kPolicy);
+  manager.Start();
+  clock_.AwaitWaiters(1);  // the first round is done; the thread waits for the next
+  clock_.Advance(absl::Minutes(11));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (machine_.Limit(0) != 350 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  manager.Stop();
+  EXPECT_EQ(machine_.Limit(0), 350);
+}
+
+}  // namespace
+}  // namespace gpuop::agent::power
