@@ -14,6 +14,8 @@ void AddRuntimeCommand(CLI::App& app);
 void AddHealthCommand(CLI::App& app);
 void AddValidateCommand(CLI::App& app);
 void AddExporterCommand(CLI::App& app);
+void AddMigCommand(CLI::App& app);
+void AddPowerCommand(CLI::App& app);
 
 }  // namespace gpuop::cmd
 

@@ -18,10 +18,10 @@ int main(int argc, char** argv) {
   gpuop::cmd::AddHealthCommand(app);
   gpuop::cmd::AddValidateCommand(app);
   gpuop::cmd::AddExporterCommand(app);
+  gpuop::cmd::AddMigCommand(app);
+  gpuop::cmd::AddPowerCommand(app);
   using gpuop::common::AddPlannedSubcommand;
   AddPlannedSubcommand(app, "dra-plugin",
                        "Serve the kubelet DRA plugin API and publish ResourceSlices");
-  AddPlannedSubcommand(app, "mig", "Apply the requested MIG partition layout");
-  AddPlannedSubcommand(app, "power", "Manage GPU power limits");
   return gpuop::common::RunCli(app, argc, argv);
 }

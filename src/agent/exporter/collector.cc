@@ -122,7 +122,7 @@ void Collector::SampleAndDiscover(size_t i, absl::Time now, absl::Status& first)
 
 void Collector::UpdatePods(absl::Time now) {
   if (options_.pods == nullptr) return;
-  absl::StatusOr<std::vector<PodDevice>> devices =
+  absl::StatusOr<std::vector<podresources::PodDevice>> devices =
       options_.pods->List(options_.pod_resources_timeout);
   if (!devices.ok()) {
     absl::MutexLock lock(&mu_);
@@ -133,7 +133,7 @@ void Collector::UpdatePods(absl::Time now) {
   for (const AcceleratorState& state : accelerators_) {
     if (state.inventory.has_value()) inventories.push_back(&*state.inventory);
   }
-  attribution_ = Attribute(inventories, *devices, options_.attribution);
+  attribution_ = podresources::Attribute(inventories, *devices, options_.attribution);
   pods_listed_ = true;
   if (attribution_.unknown_devices > 0 &&
       now - unknown_rediscovered_at_ >= options_.unknown_device_rediscover_gap) {
@@ -141,7 +141,7 @@ void Collector::UpdatePods(absl::Time now) {
     for (AcceleratorState& state : accelerators_) state.rediscover = true;
   }
   // Per-container energy lives as long as the container holds devices.
-  std::set<Holder> current;
+  std::set<podresources::Holder> current;
   for (const auto& [uuid, holders] : attribution_.by_gpu) {
     current.insert(holders.gpu.begin(), holders.gpu.end());
     for (const auto& [instance, instance_holders] : holders.instances) {
@@ -184,7 +184,7 @@ void Collector::AccountEnergy() {
       if (delta == 0) continue;
       auto holders = attribution_.by_gpu.find(gpu->uuid);
       if (holders == attribution_.by_gpu.end()) continue;
-      for (const auto& [holder, share] : EnergyShares(*gpu, holders->second)) {
+      for (const auto& [holder, share] : podresources::EnergyShares(*gpu, holders->second)) {
         pod_energy_[holder] += delta * share;
       }
     }

@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "agent/exporter/attribution.h"
-#include "agent/exporter/pod_resources.h"
+#include "agent/podresources/attribution.h"
+#include "agent/podresources/pod_resources.h"
 #include "common/clock.h"
 #include "hw/accelerator.h"
 #include "metrics/registry.h"
@@ -29,7 +29,7 @@ struct CollectorOptions {
   std::vector<hw::Accelerator*> accelerators;
   absl::Duration interval = absl::Seconds(10);
   // Borrowed. Null: no pod labels and no per-pod energy.
-  PodLister* pods = nullptr;
+  podresources::PodLister* pods = nullptr;
   // Longest wait for the kubelet in one cycle.
   absl::Duration pod_resources_timeout = absl::Seconds(2);
   std::string node_name;  // the Hostname label
@@ -40,7 +40,7 @@ struct CollectorOptions {
   absl::Duration unknown_device_rediscover_gap = absl::Seconds(30);
   // Longest single wait for hardware events; bounds how long Stop() takes.
   absl::Duration event_wait = absl::Milliseconds(500);
-  AttributionOptions attribution;
+  podresources::AttributionOptions attribution;
   const common::Clock* clock = &common::Clock::Real();
 };
 
@@ -122,11 +122,11 @@ class Collector {
   // The cycle's working state, owned by whichever thread runs a cycle.
   absl::Mutex cycle_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::vector<AcceleratorState> accelerators_ ABSL_GUARDED_BY(cycle_mu_);
-  Attribution attribution_ ABSL_GUARDED_BY(cycle_mu_);
+  podresources::Attribution attribution_ ABSL_GUARDED_BY(cycle_mu_);
   bool pods_listed_ ABSL_GUARDED_BY(cycle_mu_) = false;
   absl::Time unknown_rediscovered_at_ ABSL_GUARDED_BY(cycle_mu_) = absl::InfinitePast();
   std::map<std::string, EnergyState> gpu_energy_ ABSL_GUARDED_BY(cycle_mu_);  // by UUID
-  std::map<Holder, double> pod_energy_ ABSL_GUARDED_BY(cycle_mu_);
+  std::map<podresources::Holder, double> pod_energy_ ABSL_GUARDED_BY(cycle_mu_);
   metrics::Histogram duration_;
   size_t last_size_ ABSL_GUARDED_BY(cycle_mu_) = 0;
 

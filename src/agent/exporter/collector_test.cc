@@ -9,14 +9,15 @@
 #include "agent/exporter/exporter.h"
 #include "agent/exporter/exposition.h"
 #include "agent/exporter/test_util.h"
+#include "agent/podresources/fake_pod_lister.h"
 #include "common/fake_clock.h"
 #include "kube/transport/curl_http_client.h"
 
 namespace gpuop::agent::exporter {
 namespace {
 
+using podresources::FakePodLister;
 using testing::FakeAccelerator;
-using testing::FakePodLister;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -33,12 +34,12 @@ bool Eventually(Fn condition) {
   return condition();
 }
 
-PodDevice Device(std::string id, std::string pod) {
-  return PodDevice{.resource = "nvidia.com/gpu",
-                   .device_id = std::move(id),
-                   .pod_namespace = "ml",
-                   .pod = std::move(pod),
-                   .container = "main"};
+podresources::PodDevice Device(std::string id, std::string pod) {
+  return podresources::PodDevice{.resource = "nvidia.com/gpu",
+                                 .device_id = std::move(id),
+                                 .pod_namespace = "ml",
+                                 .pod = std::move(pod),
+                                 .container = "main"};
 }
 
 class ExporterCollectorTest : public ::testing::Test {
@@ -62,7 +63,7 @@ class ExporterCollectorTest : public ::testing::Test {
 };
 
 TEST_F(ExporterCollectorTest, ScrapesServeTheCachedTextAndNeverTouchTheHardware) {
-  pods_.Set(std::vector<PodDevice>{Device("GPU-0000", "train")});
+  pods_.Set(std::vector<podresources::PodDevice>{Device("GPU-0000", "train")});
   Exporter exporter({.listen_address = "127.0.0.1:0",
                      .interval = absl::Hours(1),
                      .node_name = "node-1",
@@ -94,8 +95,8 @@ TEST_F(ExporterCollectorTest, ScrapesServeTheCachedTextAndNeverTouchTheHardware)
 }
 
 TEST_F(ExporterCollectorTest, MissingKubeletMeansNoPodLabelsCountedErrorsAndSamplingGoesOn) {
-  std::unique_ptr<PodLister> kubelet =
-      NewKubeletPodLister("/nonexistent/pod-resources/kubelet.sock");
+  std::unique_ptr<podresources::PodLister> kubelet =
+      podresources::NewKubeletPodLister("/nonexistent/pod-resources/kubelet.sock");
   CollectorOptions options = Options();
   options.pods = kubelet.get();
   options.pod_resources_timeout = absl::Seconds(1);
@@ -118,7 +119,8 @@ TEST_F(ExporterCollectorTest, MissingKubeletMeansNoPodLabelsCountedErrorsAndSamp
 
 TEST_F(ExporterCollectorTest, AKubeletOutageKeepsTheLastPodLabels) {
   Collector collector(Options());
-  pods_.Set(std::vector<PodDevice>{Device("GPU-0000::0", "a"), Device("GPU-0000::1", "b")});
+  pods_.Set(
+      std::vector<podresources::PodDevice>{Device("GPU-0000::0", "a"), Device("GPU-0000::1", "b")});
   collector.CollectOnce();
   EXPECT_THAT(*collector.Exposition(), HasSubstr("pod=\"a\"} 61\n"));
   EXPECT_THAT(*collector.Exposition(), HasSubstr("pod=\"b\"} 61\n"));
@@ -126,7 +128,7 @@ TEST_F(ExporterCollectorTest, AKubeletOutageKeepsTheLastPodLabels) {
   collector.CollectOnce();
   EXPECT_THAT(*collector.Exposition(), HasSubstr("pod=\"a\"} 61\n"));
   EXPECT_THAT(*collector.Exposition(), HasSubstr("gpuop_exporter_pod_resources_errors_total 1\n"));
-  pods_.Set(std::vector<PodDevice>{});
+  pods_.Set(std::vector<podresources::PodDevice>{});
   collector.CollectOnce();
   EXPECT_THAT(*collector.Exposition(), Not(HasSubstr("pod=")));
 }
@@ -154,8 +156,8 @@ TEST_F(ExporterCollectorTest, TheLatestXidOfEachGpuIsShown) {
 TEST_F(ExporterCollectorTest, EnergyIsChargedToTheHoldersAndSurvivesCounterResets) {
   Collector collector(Options());
   // GPU 0 time-sliced by a and b; MIG instance 1 (3 of 7 slices) held by m.
-  pods_.Set(std::vector<PodDevice>{Device("GPU-0000::0", "a"), Device("GPU-0000::1", "b"),
-                                   Device("MIG-1111-a", "m")});
+  pods_.Set(std::vector<podresources::PodDevice>{
+      Device("GPU-0000::0", "a"), Device("GPU-0000::1", "b"), Device("MIG-1111-a", "m")});
   hw::Sample sample = testing::SmallSample();
   sample.gpus[0].energy_joules = 1000;
   accelerator_.SetSample(sample);
@@ -178,7 +180,7 @@ TEST_F(ExporterCollectorTest, EnergyIsChargedToTheHoldersAndSurvivesCounterReset
   AppendSampleValue(m, 900 * (3.0 / 7));
   EXPECT_THAT(text, HasSubstr(m + "\n"));
   // A container that no longer holds anything leaves the exposition.
-  pods_.Set(std::vector<PodDevice>{Device("GPU-0000::0", "a")});
+  pods_.Set(std::vector<podresources::PodDevice>{Device("GPU-0000::0", "a")});
   collector.CollectOnce();
   EXPECT_THAT(*collector.Exposition(), Not(HasSubstr("pod=\"b\",container")));
 }
@@ -206,7 +208,7 @@ TEST_F(ExporterCollectorTest, UnknownDevicesTriggerOneRediscovery) {
   CollectorOptions options = Options();
   options.unknown_device_rediscover_gap = absl::Hours(1);
   Collector collector(options);
-  pods_.Set(std::vector<PodDevice>{Device("MIG-new-layout", "p")});
+  pods_.Set(std::vector<podresources::PodDevice>{Device("MIG-new-layout", "p")});
   collector.CollectOnce();
   EXPECT_EQ(accelerator_.discovers(), 1);
   collector.CollectOnce();  // re-discovers: the pod may hold a device of a new MIG layout

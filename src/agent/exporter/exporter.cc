@@ -10,9 +10,9 @@ constexpr char kContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 }  // namespace
 
 Exporter::Exporter(ExporterOptions options) : options_(std::move(options)) {
-  PodLister* pods = options_.pod_lister;
+  podresources::PodLister* pods = options_.pod_lister;
   if (pods == nullptr && !options_.pod_resources_socket.empty()) {
-    kubelet_ = NewKubeletPodLister(options_.pod_resources_socket);
+    kubelet_ = podresources::NewKubeletPodLister(options_.pod_resources_socket);
     pods = kubelet_.get();
   }
   collector_ = std::make_unique<Collector>(CollectorOptions{

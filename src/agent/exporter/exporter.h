@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "agent/exporter/collector.h"
-#include "agent/exporter/pod_resources.h"
+#include "agent/podresources/pod_resources.h"
 #include "common/clock.h"
 #include "common/http/server.h"
 #include "hw/accelerator.h"
@@ -31,7 +31,7 @@ struct ExporterOptions {
   std::vector<hw::Accelerator*> accelerators;
   const common::Clock* clock = &common::Clock::Real();
   // Borrowed. When set it replaces the kubelet client built from pod_resources_socket.
-  PodLister* pod_lister = nullptr;
+  podresources::PodLister* pod_lister = nullptr;
 };
 
 // The `gpuop-agent exporter` component: a dcgm-exporter-compatible Prometheus endpoint.
@@ -66,7 +66,7 @@ class Exporter {
   http::Response Healthz() const;
 
   const ExporterOptions options_;
-  std::unique_ptr<PodLister> kubelet_;
+  std::unique_ptr<podresources::PodLister> kubelet_;
   std::unique_ptr<Collector> collector_;
   std::unique_ptr<http::Server> server_;
   std::atomic<int64_t> scrapes_{0};

@@ -114,7 +114,8 @@ int Run(int pods, int scrapes) {
   // In process: one cycle's CPU on the collecting thread (NVML calls, the PodResources call,
   // attribution, energy, rendering).
   {
-    std::unique_ptr<PodLister> lister = NewKubeletPodLister((*node)->pod_resources_socket());
+    std::unique_ptr<podresources::PodLister> lister =
+        podresources::NewKubeletPodLister((*node)->pod_resources_socket());
     Collector collector({.accelerators = {&(*node)->exporter_nvml()}, .pods = lister.get()});
     collector.CollectOnce();
     constexpr int kCycles = 50;

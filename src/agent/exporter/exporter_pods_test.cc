@@ -31,7 +31,7 @@ class ExporterPodsTest : public ::testing::Test {
     auto node = testing::FakeNode::Start(options);
     ASSERT_TRUE(node.ok()) << node.status();
     node_ = *std::move(node);
-    lister_ = NewKubeletPodLister(node_->pod_resources_socket());
+    lister_ = podresources::NewKubeletPodLister(node_->pod_resources_socket());
     collector_ = std::make_unique<Collector>(CollectorOptions{
         .accelerators = {&node_->exporter_nvml()}, .pods = lister_.get(), .node_name = "node-1"});
     auto inventory = node_->exporter_nvml().Discover();
@@ -50,7 +50,7 @@ class ExporterPodsTest : public ::testing::Test {
   }
 
   std::unique_ptr<testing::FakeNode> node_;
-  std::unique_ptr<PodLister> lister_;
+  std::unique_ptr<podresources::PodLister> lister_;
   std::unique_ptr<Collector> collector_;
   hw::Inventory inventory_;
 };

@@ -100,11 +100,12 @@ void AppendLabel(std::string& out, absl::string_view name, absl::string_view val
 }
 
 // One label set per holder ("base,container=…,namespace=…,pod=…"), or just `base`.
-std::vector<std::string> WithHolders(const std::string& base, const std::vector<Holder>* holders) {
+std::vector<std::string> WithHolders(const std::string& base,
+                                     const std::vector<podresources::Holder>* holders) {
   if (holders == nullptr || holders->empty()) return {base};
   std::vector<std::string> sets;
   sets.reserve(holders->size());
-  for (const Holder& holder : *holders) {
+  for (const podresources::Holder& holder : *holders) {
     std::string labels = base;
     AppendLabel(labels, "container", holder.container);
     AppendLabel(labels, "namespace", holder.pod_namespace);
@@ -138,7 +139,7 @@ GpuSeries Describe(const ExpositionInput::Gpu& view, const std::string& node_nam
     AppendLabel(labels, "GPU_I_PROFILE", mig->profile);
     AppendLabel(labels, "GPU_I_ID", absl::StrCat(id));
     absl::StrAppend(&labels, ",", node);
-    const std::vector<Holder>* holders = nullptr;
+    const std::vector<podresources::Holder>* holders = nullptr;
     if (view.holders != nullptr) {
       if (auto it = view.holders->instances.find(id); it != view.holders->instances.end()) {
         holders = &it->second;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "agent/exporter/attribution.h"
+#include "agent/podresources/attribution.h"
 #include "hw/model.h"
 #include "metrics/registry.h"
 
@@ -26,7 +26,7 @@ struct ExpositionInput {
     // The latest XID's code, 0 before any; nullopt where the accelerator has no XID events.
     std::optional<uint64_t> last_xid;
     // Null or empty: nobody holds the GPU.
-    const GpuHolders* holders = nullptr;
+    const podresources::GpuHolders* holders = nullptr;
     // Energy the exporter has measured on this GPU since it started (joules).
     std::optional<double> energy_joules;
   };
@@ -44,7 +44,7 @@ struct ExpositionInput {
   std::string node_name;  // the Hostname label; omitted when empty, as dcgm-exporter does
   std::vector<Gpu> gpus;
   // Energy charged to each container since the exporter started (joules).
-  const std::map<Holder, double>* pod_energy = nullptr;
+  const std::map<podresources::Holder, double>* pod_energy = nullptr;
   Self self;
 };
 

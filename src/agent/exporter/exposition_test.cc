@@ -62,8 +62,8 @@ class ExporterExpositionTest : public ::testing::Test {
 
   hw::Inventory inventory_;
   hw::Sample sample_;
-  std::map<std::string, GpuHolders> holders_;
-  std::map<Holder, double> pod_energy_;
+  std::map<std::string, podresources::GpuHolders> holders_;
+  std::map<podresources::Holder, double> pod_energy_;
 };
 
 TEST_F(ExporterExpositionTest, MatchesTheGoldenFile) {

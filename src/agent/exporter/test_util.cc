@@ -54,17 +54,6 @@ void FakeAccelerator::PushEvent(hw::HardwareEvent event) {
   events_.push_back(std::move(event));
 }
 
-absl::StatusOr<std::vector<PodDevice>> FakePodLister::List(absl::Duration) {
-  calls_.fetch_add(1);
-  absl::MutexLock lock(&mu_);
-  return answer_;
-}
-
-void FakePodLister::Set(absl::StatusOr<std::vector<PodDevice>> answer) {
-  absl::MutexLock lock(&mu_);
-  answer_ = std::move(answer);
-}
-
 hw::Inventory SmallInventory() {
   constexpr uint64_t kMiB = 1024 * 1024;
   hw::Inventory inventory{.driver_version = "570.86.15", .cuda_driver_version = 12080};

@@ -8,7 +8,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "agent/exporter/pod_resources.h"
+#include "agent/podresources/pod_resources.h"
 #include "hw/accelerator.h"
 
 // Test doubles and helpers shared by the exporter's tests.
@@ -50,19 +50,6 @@ class FakeAccelerator final : public hw::Accelerator {
   std::vector<hw::HardwareEvent> events_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> samples_{0};
   std::atomic<int> discovers_{0};
-};
-
-// A PodLister answering what the test says. Thread-safe.
-class FakePodLister final : public PodLister {
- public:
-  absl::StatusOr<std::vector<PodDevice>> List(absl::Duration timeout) override;
-  void Set(absl::StatusOr<std::vector<PodDevice>> answer);
-  int calls() const { return calls_.load(); }
-
- private:
-  absl::Mutex mu_;
-  absl::StatusOr<std::vector<PodDevice>> answer_ ABSL_GUARDED_BY(mu_) = std::vector<PodDevice>{};
-  std::atomic<int> calls_{0};
 };
 
 // A node with two GPUs that exercises every rendering path: GPU 0 ("GPU-0000") a whole GPU whose

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/podresources/attribution.h"
 
 namespace gpuop::agent::power {
 namespace {
@@ -33,10 +34,10 @@ std::string ActionName(PowerDecision::Action action) {
   return "unknown";
 }
 
-PowerManager::PowerManager(hw::Accelerator& accelerator, AllocationSource& allocations,
+PowerManager::PowerManager(hw::Accelerator& accelerator, podresources::PodLister& pods,
                            PowerManagerOptions options)
     : accelerator_(accelerator),
-      allocations_(allocations),
+      pods_(pods),
       options_(std::move(options)),
       clock_(*options_.clock),
       policy_(options_.policy) {}
@@ -53,19 +54,27 @@ std::map<int, PowerManager::GpuState> PowerManager::state() const {
   return state_;
 }
 
-std::map<int, std::string> PowerManager::Holders(const std::vector<DeviceAllocation>& allocations) {
-  std::map<int, std::string> holders;
-  bool refreshed = false;
-  for (const DeviceAllocation& a : allocations) {
-    std::optional<int> gpu = GpuOfDevice(*inventory_, a.device_id);
-    if (!gpu.has_value() && !refreshed) {
-      refreshed = true;  // a MIG device created since the last discovery
-      if (absl::StatusOr<hw::Inventory> fresh = accelerator_.Discover(); fresh.ok()) {
-        inventory_ = *std::move(fresh);
-        gpu = GpuOfDevice(*inventory_, a.device_id);
-      }
+std::map<int, std::string> PowerManager::Holders(
+    const std::vector<podresources::PodDevice>& devices) {
+  podresources::Attribution attribution = podresources::Attribute({&*inventory_}, devices);
+  if (attribution.unknown_devices > 0) {
+    // A MIG device created since the last discovery: look again once.
+    if (absl::StatusOr<hw::Inventory> fresh = accelerator_.Discover(); fresh.ok()) {
+      inventory_ = *std::move(fresh);
+      attribution = podresources::Attribute({&*inventory_}, devices);
     }
-    if (gpu.has_value()) holders.emplace(*gpu, a.pod());
+  }
+  std::map<int, std::string> holders;
+  for (const hw::Gpu& gpu : inventory_->gpus) {
+    const auto held = attribution.by_gpu.find(gpu.uuid);
+    if (held == attribution.by_gpu.end()) continue;
+    const podresources::GpuHolders& h = held->second;
+    const podresources::Holder* first =
+        !h.gpu.empty() ? &h.gpu.front()
+        : !h.instances.empty() && !h.instances.begin()->second.empty()
+            ? &h.instances.begin()->second.front()
+            : nullptr;
+    if (first != nullptr) holders.emplace(gpu.index, first->pod_namespace + "/" + first->pod);
   }
   return holders;
 }
@@ -203,7 +212,8 @@ absl::StatusOr<std::vector<PowerDecision>> PowerManager::Tick() {
         error = absl::StrCat("discover GPUs: ", inventory.status().message());
       }
     }
-    absl::StatusOr<std::vector<DeviceAllocation>> allocations = allocations_.Allocations();
+    absl::StatusOr<std::vector<podresources::PodDevice>> allocations =
+        pods_.List(options_.pod_resources_timeout);
     if (!allocations.ok()) error = std::string(allocations.status().message());
     const bool known = allocations.ok() && inventory_.has_value();
     const std::map<int, std::string> holders =

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "agent/power/allocation_source.h"
+#include "agent/podresources/pod_resources.h"
 #include "agent/power/power_policy.h"
 #include "common/clock.h"
 #include "hw/accelerator.h"
@@ -45,6 +45,8 @@ struct PowerManagerOptions {
   PowerPolicy policy;  // the initial policy
   // How often Start()'s thread runs a round.
   absl::Duration interval = absl::Seconds(30);
+  // Longest wait for the kubelet's PodResources answer; past it, allocations are unknown.
+  absl::Duration pod_resources_timeout = absl::Seconds(5);
   // Called with every decision other than kNone (the decision log).
   std::function<void(const PowerDecision&)> on_decision;
   const common::Clock* clock = &common::Clock::Real();
@@ -65,10 +67,10 @@ struct PowerManagerOptions {
 // its own and will restore the default limit; a limit set by an administrator to anything else
 // is left as found until the manager lowers it, and then restored to it.
 //
-// Thread-safe. `accelerator` and `allocations` must outlive it.
+// Thread-safe. `accelerator` and `pods` must outlive it.
 class PowerManager {
  public:
-  PowerManager(hw::Accelerator& accelerator, AllocationSource& allocations,
+  PowerManager(hw::Accelerator& accelerator, podresources::PodLister& pods,
                PowerManagerOptions options);
   ~PowerManager();  // Stop()
   PowerManager(const PowerManager&) = delete;
@@ -105,11 +107,11 @@ class PowerManager {
                          std::string reason, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // GPU index -> the first pod found holding it; refreshes the inventory when a device is
   // unknown (its MIG layout changed).
-  std::map<int, std::string> Holders(const std::vector<DeviceAllocation>& allocations)
+  std::map<int, std::string> Holders(const std::vector<podresources::PodDevice>& devices)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   hw::Accelerator& accelerator_;
-  AllocationSource& allocations_;
+  podresources::PodLister& pods_;
   const PowerManagerOptions options_;
   const common::Clock& clock_;
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "agent/podresources/fake_pod_lister.h"
 #include "agent/power/power_test_util.h"
 #include "common/fake_clock.h"
 
@@ -39,12 +40,12 @@ class PowerManagerTest : public ::testing::Test {
     return Tick();
   }
 
-  DeviceAllocation Holding(int gpu, const std::string& pod, const std::string& suffix = "") {
-    return {.pod_namespace = "ml",
-            .pod_name = pod,
-            .container = "main",
-            .resource = "nvidia.com/gpu",
-            .device_id = machine_.Uuid(gpu) + suffix};
+  podresources::PodDevice Holding(int gpu, const std::string& pod, const std::string& suffix = "") {
+    return {.resource = "nvidia.com/gpu",
+            .device_id = machine_.Uuid(gpu) + suffix,
+            .pod_namespace = "ml",
+            .pod = pod,
+            .container = "main"};
   }
 
   static constexpr PowerPolicy kPolicy{.enabled = true,
@@ -53,14 +54,14 @@ class PowerManagerTest : public ::testing::Test {
                                        .utilization_threshold_percent = 5};
 
   testing::FakeMachine machine_{"h100-8x-nvswitch"};
-  FakeAllocationSource allocations_;
+  podresources::FakePodLister allocations_;
   common::FakeClock clock_;
   std::vector<PowerDecision> log_;
   std::unique_ptr<PowerManager> manager_;
 };
 
 TEST_F(PowerManagerTest, IdleUnallocatedGpusAreLoweredAfterTheIdleTime) {
-  allocations_.Set({Holding(0, "train-0")});
+  allocations_.Set(std::vector<podresources::PodDevice>{Holding(0, "train-0")});
   machine_.Control("set 1 gpu_util 80");
   machine_.Control("process 2 4242 1024");
   Manager(kPolicy);
@@ -96,7 +97,7 @@ TEST_F(PowerManagerTest, AllocationOrWorkRestoresAtOnce) {
   TickAfter(absl::Minutes(10));
   ASSERT_EQ(machine_.Limit(3), 350);
   // A time-sliced replica of GPU 3 is allocated; GPU 4 starts working; GPU 5 runs a process.
-  allocations_.Set({Holding(3, "infer-1", "::2")});
+  allocations_.Set(std::vector<podresources::PodDevice>{Holding(3, "infer-1", "::2")});
   machine_.Control("set 4 gpu_util 50");
   machine_.Control("process 5 777 2048");
   std::vector<PowerDecision> d = Tick();
@@ -112,7 +113,7 @@ TEST_F(PowerManagerTest, AllocationOrWorkRestoresAtOnce) {
   EXPECT_EQ(machine_.Limit(6), 350);
 
   // Idle and free again: the idle time starts over.
-  allocations_.Set({});
+  allocations_.Set(std::vector<podresources::PodDevice>{});
   machine_.Control("set 4 gpu_util 0");
   machine_.Control("process-exit 5 777");
   d = TickAfter(absl::Minutes(1));
@@ -127,7 +128,7 @@ TEST_F(PowerManagerTest, UnknownAllocationsCountAsAllocated) {
   Tick();
   TickAfter(absl::Minutes(10));
   ASSERT_EQ(machine_.Limit(7), 350);
-  allocations_.Fail(absl::UnavailableError("kubelet pod-resources socket: connection refused"));
+  allocations_.Set(absl::UnavailableError("kubelet pod-resources socket: connection refused"));
   const std::vector<PowerDecision> d = Tick();
   for (int gpu = 0; gpu < 8; ++gpu) {
     EXPECT_EQ(d[gpu].action, Action::kRestored) << gpu;
@@ -165,7 +166,7 @@ TEST_F(PowerManagerTest, RestartRecognisesItsOwnLimitsAndKeepsAnAdministratorsOn
   // A new agent: GPU 5 at the floor is taken as its own, GPU 6 too (it cannot tell), and both
   // go back to the default. Before the restart, GPU 6 would have gone back to 500.
   Manager(kPolicy);
-  allocations_.Set({Holding(5, "a"), Holding(6, "b")});
+  allocations_.Set(std::vector<podresources::PodDevice>{Holding(5, "a"), Holding(6, "b")});
   std::vector<PowerDecision> d = Tick();
   EXPECT_EQ(d[5].action, Action::kRestored);
   EXPECT_EQ(machine_.Limit(5), 700);
@@ -173,12 +174,12 @@ TEST_F(PowerManagerTest, RestartRecognisesItsOwnLimitsAndKeepsAnAdministratorsOn
 
   // Without a restart the administrator's limit comes back exactly.
   ASSERT_TRUE(machine_.nvml().SetPowerLimit(6, 500).ok());
-  allocations_.Set({});
+  allocations_.Set(std::vector<podresources::PodDevice>{});
   Manager(kPolicy);
   Tick();
   TickAfter(absl::Minutes(10));
   ASSERT_EQ(machine_.Limit(6), 350);
-  allocations_.Set({Holding(6, "b")});
+  allocations_.Set(std::vector<podresources::PodDevice>{Holding(6, "b")});
   d = Tick();
   EXPECT_EQ(d[6].to_watts, 500);
   EXPECT_EQ(machine_.Limit(6), 500);
@@ -191,7 +192,7 @@ TEST_F(PowerManagerTest, LimitChangedBySomeoneElseIsLeftAlone) {
   ASSERT_TRUE(machine_.nvml().SetPowerLimit(3, 600).ok());
   std::vector<PowerDecision> d = Tick();
   EXPECT_EQ(d[3].reason, "limit changed to 600 W by someone else; left alone");
-  allocations_.Set({Holding(3, "x")});
+  allocations_.Set(std::vector<podresources::PodDevice>{Holding(3, "x")});
   d = Tick();
   EXPECT_EQ(d[3].action, Action::kNone);
   EXPECT_EQ(machine_.Limit(3), 600);

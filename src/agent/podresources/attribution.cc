@@ -1,4 +1,4 @@
-#include "agent/exporter/attribution.h"
+#include "agent/podresources/attribution.h"
 
 #include <algorithm>
 #include <optional>
@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 
-namespace gpuop::agent::exporter {
+namespace gpuop::agent::podresources {
 namespace {
 
 struct Target {
@@ -117,4 +117,4 @@ std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const Gp
   return {shares.begin(), shares.end()};
 }
 
-}  // namespace gpuop::agent::exporter
+}  // namespace gpuop::agent::podresources

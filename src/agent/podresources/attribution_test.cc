@@ -1,5 +1,5 @@
 // Device-to-pod attribution and energy shares, table-driven over the small node.
-#include "agent/exporter/attribution.h"
+#include "agent/podresources/attribution.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/exporter/test_util.h"
 
-namespace gpuop::agent::exporter {
+namespace gpuop::agent::podresources {
 namespace {
 
 using ::testing::ElementsAre;
@@ -50,7 +50,7 @@ TEST(ExporterAttributionTest, PhysicalDeviceIdStripsReplicaSuffixes) {
 }
 
 TEST(ExporterAttributionTest, WholeGpusReplicasAndMigDevices) {
-  const hw::Inventory inventory = testing::SmallInventory();
+  const hw::Inventory inventory = exporter::testing::SmallInventory();
   const Attribution a = Attribute(
       {&inventory},
       {Device("nvidia.com/gpu", "GPU-0000::0", "a"), Device("nvidia.com/gpu", "GPU-0000::1", "b"),
@@ -73,7 +73,7 @@ TEST(ExporterAttributionTest, WholeGpusReplicasAndMigDevices) {
 }
 
 TEST(ExporterAttributionTest, HoldersPerDeviceAreCapped) {
-  const hw::Inventory inventory = testing::SmallInventory();
+  const hw::Inventory inventory = exporter::testing::SmallInventory();
   std::vector<PodDevice> devices;
   for (int i = 0; i < 10; ++i) {
     devices.push_back(
@@ -85,7 +85,7 @@ TEST(ExporterAttributionTest, HoldersPerDeviceAreCapped) {
 }
 
 TEST(ExporterAttributionTest, EnergySharesPerSharingMode) {
-  const hw::Inventory inventory = testing::SmallInventory();
+  const hw::Inventory inventory = exporter::testing::SmallInventory();
   const hw::Gpu& whole = inventory.gpus[0];
   const hw::Gpu& mig = inventory.gpus[1];
   struct Case {
@@ -124,7 +124,7 @@ TEST(ExporterAttributionTest, EnergySharesPerSharingMode) {
 }
 
 TEST(ExporterAttributionTest, MigWithUnknownProfilesSplitsEquallyPerInstance) {
-  hw::Gpu gpu = testing::SmallInventory().gpus[1];
+  hw::Gpu gpu = exporter::testing::SmallInventory().gpus[1];
   gpu.mig_profiles.clear();
   const auto got = EnergyShares(gpu, Mig({{1, {H("a")}}}));
   ASSERT_EQ(got.size(), 1u);
@@ -132,4 +132,4 @@ TEST(ExporterAttributionTest, MigWithUnknownProfilesSplitsEquallyPerInstance) {
 }
 
 }  // namespace
-}  // namespace gpuop::agent::exporter
+}  // namespace gpuop::agent::podresources

@@ -1,5 +1,5 @@
-#ifndef GPUOP_AGENT_EXPORTER_ATTRIBUTION_H_
-#define GPUOP_AGENT_EXPORTER_ATTRIBUTION_H_
+#ifndef GPUOP_AGENT_PODRESOURCES_ATTRIBUTION_H_
+#define GPUOP_AGENT_PODRESOURCES_ATTRIBUTION_H_
 
 #include <compare>
 #include <cstddef>
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "agent/exporter/pod_resources.h"
+#include "agent/podresources/pod_resources.h"
 #include "hw/model.h"
 
-namespace gpuop::agent::exporter {
+namespace gpuop::agent::podresources {
 
 // A container that holds a device.
 struct Holder {
@@ -74,6 +74,6 @@ absl::string_view PhysicalDeviceId(absl::string_view device_id);
 // A container holding several instances gets the sum. Sorted by holder.
 std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const GpuHolders& holders);
 
-}  // namespace gpuop::agent::exporter
+}  // namespace gpuop::agent::podresources
 
-#endif  // GPUOP_AGENT_EXPORTER_ATTRIBUTION_H_
+#endif  // GPUOP_AGENT_PODRESOURCES_ATTRIBUTION_H_

@@ -1,4 +1,4 @@
-#include "agent/exporter/pod_resources.h"
+#include "agent/podresources/pod_resources.h"
 
 #include <chrono>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/podresources/v1/api.grpc.pb.h"
 
-namespace gpuop::agent::exporter {
+namespace gpuop::agent::podresources {
 namespace {
 
 // The kubelet's own client allows 16 MiB answers; a node with many pods needs more than gRPC's
@@ -63,4 +63,4 @@ std::unique_ptr<PodLister> NewKubeletPodLister(std::filesystem::path socket) {
   return std::make_unique<KubeletPodLister>(std::move(socket));
 }
 
-}  // namespace gpuop::agent::exporter
+}  // namespace gpuop::agent::podresources

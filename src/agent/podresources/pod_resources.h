@@ -1,5 +1,5 @@
-#ifndef GPUOP_AGENT_EXPORTER_POD_RESOURCES_H_
-#define GPUOP_AGENT_EXPORTER_POD_RESOURCES_H_
+#ifndef GPUOP_AGENT_PODRESOURCES_POD_RESOURCES_H_
+#define GPUOP_AGENT_PODRESOURCES_POD_RESOURCES_H_
 
 #include <filesystem>
 #include <memory>
@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace gpuop::agent::exporter {
+namespace gpuop::agent::podresources {
 
 // One device a container holds, as the kubelet reports it.
 struct PodDevice {
@@ -39,6 +39,6 @@ class PodLister {
 // through DRA (dynamic_resources) are not reported.
 std::unique_ptr<PodLister> NewKubeletPodLister(std::filesystem::path socket);
 
-}  // namespace gpuop::agent::exporter
+}  // namespace gpuop::agent::podresources
 
-#endif  // GPUOP_AGENT_EXPORTER_POD_RESOURCES_H_
+#endif  // GPUOP_AGENT_PODRESOURCES_POD_RESOURCES_H_

@@ -1,0 +1,89 @@
+// gpuop-agent power: lowers the power limit of idle, unallocated GPUs to a floor and restores it
+// when they are needed, until SIGTERM.
+#include <cstdio>
+#include <cstdlib>
+
+#include "agent/podresources/pod_resources.h"
+#include "agent/power/power_manager.h"
+#include "cmd/gpuop-agent/accelerators.h"
+#include "cmd/gpuop-agent/commands.h"
+#include "common/signals.h"
+
+namespace gpuop::cmd {
+namespace {
+
+void LogDecision(const agent::power::PowerDecision& d) {
+  std::fprintf(stderr, "power: gpu=%d uuid=%s action=%s from=%.0fW to=%.0fW reason=\"%s\"\n",
+               d.gpu_index, d.gpu_uuid.c_str(), agent::power::ActionName(d.action).c_str(),
+               d.from_watts, d.to_watts, d.reason.c_str());
+}
+
+}  // namespace
+
+void AddPowerCommand(CLI::App& app) {
+  struct Flags {
+    HardwareFlags hardware;
+    int idle_after_seconds = 900;
+    int floor_percent = 0;
+    double floor_watts = 0;
+    unsigned int utilization_threshold = 5;
+    int interval_seconds = 30;
+    std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand(
+      "power", "Lower the power limit of idle, unallocated GPUs; restore it when needed");
+  AddHardwareFlags(*sub, flags->hardware);
+  sub->add_option("--idle-after", flags->idle_after_seconds,
+                  "Seconds a GPU must be idle and unallocated before its limit is lowered")
+      ->check(CLI::Range(1, 7 * 86400))
+      ->capture_default_str();
+  auto* percent = sub->add_option("--floor-percent", flags->floor_percent,
+                                  "The lowered limit as a percentage of the GPU's default limit")
+                      ->check(CLI::Range(1, 100));
+  sub->add_option("--floor-watts", flags->floor_watts, "The lowered limit in watts")
+      ->check(CLI::PositiveNumber)
+      ->excludes(percent);
+  sub->add_option("--utilization-threshold", flags->utilization_threshold,
+                  "Utilization (%) at or below which a GPU counts as idle")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  sub->add_option("--interval", flags->interval_seconds, "Seconds between rounds")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  sub->add_option("--pod-resources-socket", flags->pod_resources_socket,
+                  "The kubelet's PodResources socket: which GPUs are allocated")
+      ->capture_default_str();
+  sub->callback([flags] {
+    common::BlockTerminationSignals();
+    agent::power::PowerPolicy policy{.enabled = true,
+                                     .idle_for = absl::Seconds(flags->idle_after_seconds),
+                                     .utilization_threshold_percent = flags->utilization_threshold};
+    if (flags->floor_percent > 0) policy.floor_fraction = flags->floor_percent / 100.0;
+    if (flags->floor_watts > 0) policy.floor_watts = flags->floor_watts;
+    if (absl::Status valid = agent::power::ValidatePowerPolicy(policy); !valid.ok()) {
+      std::fprintf(stderr, "power: %s\n", valid.ToString().c_str());
+      std::exit(2);
+    }
+    std::unique_ptr<agent::podresources::PodLister> pods =
+        agent::podresources::NewKubeletPodLister(flags->pod_resources_socket);
+    auto accelerators = OpenAccelerators(flags->hardware);
+    std::vector<std::unique_ptr<agent::power::PowerManager>> managers;
+    for (auto& a : accelerators) {
+      managers.push_back(std::make_unique<agent::power::PowerManager>(
+          *a, *pods,
+          agent::power::PowerManagerOptions{.policy = policy,
+                                            .interval = absl::Seconds(flags->interval_seconds),
+                                            .on_decision = LogDecision}));
+      managers.back()->Start();
+    }
+    std::fprintf(stderr, "power: managing %zu accelerator families, idle after %ds\n",
+                 managers.size(), flags->idle_after_seconds);
+    const int sig = common::WaitForTerminationSignal();
+    std::fprintf(stderr,
+                 "power: signal %d, stopping (lowered limits stay; a restart adopts them)\n", sig);
+    for (auto& m : managers) m->Stop();
+  });
+}
+
+}  // namespace gpuop::cmd
