@@ -1,0 +1,179 @@
+#include "operator/controllers/policy_reconciler.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "operator/api/resources.h"
+#include "operator/operands/policy_status.h"
+#include "operator/operands/pool_status.h"
+#include "operator/render/render.h"
+
+namespace gpuop::op {
+namespace {
+
+std::string ReadyOf(const nlohmann::json& status) {
+  for (const auto& c : status.value("conditions", nlohmann::json::array())) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") + "/" + c.value("reason", "");
+  }
+  return "";
+}
+
+}  // namespace
+
+PolicyReconciler::PolicyReconciler(kube::Client& client, OperatorCache& cache,
+                                   PolicyReconcilerOptions options)
+    : client_(client), cache_(cache), options_(std::move(options)), applier_(client, options_.ns) {}
+
+ApplyReport PolicyReconciler::last_report() const {
+  absl::MutexLock lock(&mu_);
+  return last_report_;
+}
+
+absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key) {
+  if (key != kPolicyName) return kube::Result{};  // the CRD admits only "default"
+  const absl::Time now = options_.clock->Now();
+  const std::vector<NodePool> pools = cache_.ValidPools();
+  std::shared_ptr<const PolicyEntry> entry = cache_.policies().store().Get(kPolicyName);
+
+  std::vector<nlohmann::json> desired;
+  bool sync = true;  // false: the spec is invalid, the operands stay as they are
+  if (entry != nullptr && entry->policy.ok()) {
+    absl::StatusOr<std::vector<nlohmann::json>> rendered =
+        RenderOperands({.policy = entry->policy->spec, .pools = pools, .ns = options_.ns});
+    if (rendered.ok()) {
+      desired = *std::move(rendered);
+    } else {
+      sync = false;
+    }
+  } else if (entry != nullptr) {
+    sync = false;
+  }
+  // (No policy: `desired` is empty and every operand is pruned.)
+
+  absl::Duration requeue = options_.resync;
+  if (sync) {
+    const uint64_t hash = JsonHash(nlohmann::json(desired));
+    bool due;
+    {
+      absl::MutexLock lock(&mu_);
+      due = applied_hash_ != hash || now >= next_resync_;
+    }
+    if (due) {
+      GPUOP_ASSIGN_OR_RETURN(ApplyReport report, applier_.Sync(desired));
+      for (const std::string& error : report.errors) {
+        if (options_.recorder != nullptr && entry != nullptr) {
+          options_.recorder->Record(
+              {.api_version = kApiVersion, .kind = "GPUClusterPolicy", .name = entry->name},
+              kube::EventType::kWarning, "ApplyFailed", "Apply", error);
+        }
+      }
+      absl::MutexLock lock(&mu_);
+      last_report_ = report;
+      if (report.ok()) {
+        applied_hash_ = hash;
+        next_resync_ = now + options_.resync;
+      } else {
+        applied_hash_.reset();
+        requeue = options_.retry;
+      }
+    } else {
+      absl::MutexLock lock(&mu_);
+      requeue = std::max(absl::Seconds(1), next_resync_ - now);
+    }
+  }
+  if (entry != nullptr) GPUOP_RETURN_IF_ERROR(WritePolicyStatus(*entry, pools, now));
+  GPUOP_RETURN_IF_ERROR(WritePoolStatuses(pools, now));
+  return kube::Result{.requeue_after = requeue};
+}
+
+absl::Status PolicyReconciler::WritePolicyStatus(const PolicyEntry& entry,
+                                                 const std::vector<NodePool>& pools,
+                                                 absl::Time now) {
+  std::optional<nlohmann::json> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous = policy_status_;
+  }
+  if (!previous.has_value()) {
+    // First status after a start: the object's current one keeps its transition times.
+    absl::StatusOr<nlohmann::json> live = client_.Get(kGpuClusterPolicies, "", entry.name);
+    if (!live.ok() && !absl::IsNotFound(live.status())) return live.status();
+    previous = live.ok() ? live->value("status", nlohmann::json::object()) : nlohmann::json{};
+  }
+  PolicyStatusInput in{
+      .generation = entry.generation,
+      .pools = pools,
+      .daemon_sets = cache_.daemon_sets().store().List(),
+      .pods = cache_.pods().store().List(),
+      .nodes = cache_.nodes().store().List(),
+      .previous_conditions = previous->value("conditions", nlohmann::json::array()),
+      .now = now};
+  if (entry.policy.ok()) {
+    in.spec = entry.policy->spec;
+  } else {
+    in.spec = entry.policy.status();
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    in.apply_errors = last_report_.errors;
+  }
+  nlohmann::json status = ComputePolicyStatus(in);
+  if (status == *previous) return absl::OkStatus();
+  nlohmann::json object = {{"apiVersion", kApiVersion},
+                           {"kind", "GPUClusterPolicy"},
+                           {"metadata", {{"name", entry.name}}},
+                           {"status", status}};
+  absl::StatusOr<nlohmann::json> written = client_.Apply(
+      kGpuClusterPolicies, object, OperandApplier::kFieldManager, /*force=*/true, "status");
+  if (!written.ok()) {
+    if (absl::IsNotFound(written.status())) return absl::OkStatus();  // deleted meanwhile
+    return written.status();
+  }
+  if (ReadyOf(status) != ReadyOf(*previous)) RecordReady(entry, status);
+  absl::MutexLock lock(&mu_);
+  policy_status_ = std::move(status);
+  return absl::OkStatus();
+}
+
+void PolicyReconciler::RecordReady(const PolicyEntry& entry, const nlohmann::json& status) {
+  if (options_.recorder == nullptr) return;
+  for (const auto& c : status["conditions"]) {
+    if (c.value("type", "") != "Ready") continue;
+    const bool ready = c.value("status", "") == "True";
+    options_.recorder->Record(
+        {.api_version = kApiVersion, .kind = "GPUClusterPolicy", .name = entry.name},
+        ready ? kube::EventType::kNormal : kube::EventType::kWarning, c.value("reason", ""),
+        "Reconcile", c.value("message", ""));
+  }
+}
+
+absl::Status PolicyReconciler::WritePoolStatuses(const std::vector<NodePool>& pools,
+                                                 absl::Time now) {
+  std::map<std::string, nlohmann::json> previous_conditions;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, status] : pool_statuses_) {
+      previous_conditions[name] = status.value("conditions", nlohmann::json::array());
+    }
+  }
+  const std::map<std::string, nlohmann::json> statuses =
+      ComputePoolStatuses(pools, cache_.nodes().store().List(), previous_conditions, now);
+  for (const auto& [name, status] : statuses) {
+    {
+      absl::MutexLock lock(&mu_);
+      const auto found = pool_statuses_.find(name);
+      if (found != pool_statuses_.end() && found->second == status) continue;
+    }
+    nlohmann::json object = {{"apiVersion", kApiVersion},
+                             {"kind", "GPUNodePool"},
+                             {"metadata", {{"name", name}}},
+                             {"status", status}};
+    absl::StatusOr<nlohmann::json> written = client_.Apply(
+        kGpuNodePools, object, OperandApplier::kFieldManager, /*force=*/true, "status");
+    if (!written.ok() && !absl::IsNotFound(written.status())) return written.status();
+    absl::MutexLock lock(&mu_);
+    pool_statuses_[name] = status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpuop::op

@@ -1,0 +1,106 @@
+#include "operator/operands/applier.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "kube/client/resource.h"
+#include "operator/cache/cache.h"
+#include "operator/render/render.h"
+
+namespace gpuop::op {
+namespace {
+
+// The kinds the renderer produces, in prune order (workloads before their permissions).
+const kube::ResourceType* const kKinds[] = {
+    &kube::resources::kDaemonSets,          &kube::resources::kConfigMaps,
+    &kube::resources::kClusterRoleBindings, &kube::resources::kClusterRoles,
+    &kube::resources::kServiceAccounts,     &kube::resources::kRuntimeClasses,
+};
+
+const kube::ResourceType* KindOf(const nlohmann::json& object) {
+  const std::string api_version = object.value("apiVersion", "");
+  const std::string kind = object.value("kind", "");
+  for (const kube::ResourceType* type : kKinds) {
+    if (type->kind == kind && type->ApiVersion() == api_version) return type;
+  }
+  return nullptr;
+}
+
+std::string Describe(const kube::ResourceType& type, const std::string& ns,
+                     const std::string& name) {
+  return absl::StrCat(type.kind, " ", type.namespaced ? absl::StrCat(ns, "/") : "", name);
+}
+
+std::string HashOf(const nlohmann::json& object) { return absl::StrCat(JsonHash(object)); }
+
+}  // namespace
+
+absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::json>& desired) {
+  // What lives now, per kind: name -> spec hash annotation.
+  std::map<const kube::ResourceType*, std::map<std::string, std::string>> live;
+  for (const kube::ResourceType* type : kKinds) {
+    absl::StatusOr<kube::ObjectList> list =
+        client_.ListAll(*type, ns_,
+                        {.label_selector = absl::StrCat(kManagedByLabel, "=", kManagedByValue),
+                         .limit = 500,
+                         .metadata_only = true});
+    if (!list.ok()) {
+      return absl::Status(list.status().code(),
+                          absl::StrCat("list ", type->plural, " managed by ", kManagedByValue, ": ",
+                                       list.status().message()));
+    }
+    auto& names = live[type];
+    for (const nlohmann::json& item : list->items) {
+      const nlohmann::json& meta = item["metadata"];
+      std::string hash;
+      if (meta.contains("annotations") && meta["annotations"].contains(kSpecHashAnnotation)) {
+        hash = meta["annotations"][kSpecHashAnnotation].get<std::string>();
+      }
+      names[meta.value("name", "")] = hash;
+    }
+  }
+
+  ApplyReport report;
+  std::map<const kube::ResourceType*, std::set<std::string>> wanted;
+  for (const nlohmann::json& rendered : desired) {
+    const kube::ResourceType* type = KindOf(rendered);
+    const std::string name = rendered["metadata"].value("name", "");
+    if (type == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("rendered ", rendered.value("kind", "?"), " ",
+                                                     name, ": not a kind the operator manages"));
+    }
+    wanted[type].insert(name);
+    nlohmann::json object = rendered;
+    const std::string hash = HashOf(rendered);
+    object["metadata"]["annotations"][kSpecHashAnnotation] = hash;
+    const auto found = live[type].find(name);
+    if (found != live[type].end() && found->second == hash) {
+      ++report.unchanged;
+      continue;
+    }
+    absl::StatusOr<nlohmann::json> applied = client_.Apply(*type, object, kFieldManager, true);
+    if (applied.ok()) {
+      ++report.applied;
+    } else {
+      report.errors.push_back(
+          absl::StrCat("apply ", Describe(*type, ns_, name), ": ", applied.status().message()));
+    }
+  }
+
+  for (const kube::ResourceType* type : kKinds) {
+    for (const auto& [name, hash] : live[type]) {
+      if (wanted[type].contains(name)) continue;
+      absl::Status deleted = client_.Delete(*type, ns_, name, {.propagation_policy = "Background"});
+      if (deleted.ok() || absl::IsNotFound(deleted)) {
+        ++report.pruned;
+      } else {
+        report.errors.push_back(
+            absl::StrCat("prune ", Describe(*type, ns_, name), ": ", deleted.message()));
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace gpuop::op
