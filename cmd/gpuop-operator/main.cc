@@ -1,4 +1,5 @@
 // gpuop-operator: the cluster controller (one leader-elected Deployment).
+#include "cmd/gpuop-operator/commands.h"
 #include "common/cli.h"
 
 int main(int argc, char** argv) {
@@ -6,8 +7,6 @@ int main(int argc, char** argv) {
                "gpuop-operator"};
   app.require_subcommand(0, 1);
   gpuop::common::AddVersionFlag(app, "gpuop-operator");
-  gpuop::common::AddPlannedSubcommand(
-      app, "run",
-      "Run the controllers (policies, node labelling, operands, upgrades, remediation)");
+  gpuop::cmd::AddRunCommand(app);
   return gpuop::common::RunCli(app, argc, argv);
 }
