@@ -24,6 +24,10 @@ std::vector<ComponentState> Components(const kube::Node& node, const PolicySpec&
       out.push_back({name, "Skipped", "the host has its own driver"});
       continue;
     }
+    if (deploy.has_value() && *deploy == kNotApplicableValue) {
+      out.push_back({name, "Skipped", "NVIDIA only; this node's GPUs are AMD"});
+      continue;
+    }
     if (deploy.has_value() && *deploy != "true") {
       out.push_back({name, "Paused", absl::StrCat(kDeployLabelPrefix, name, "=", *deploy)});
       continue;

@@ -66,12 +66,19 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   if (managed) {
     want[kManagedLabel] = "true";
     const bool operands_off = LabelIs(node, kDeployOperandsLabel, "false");
+    // AMD only: NFD saw AMD and nothing says NVIDIA (NFD or the agent's GPU feature labels).
+    const bool amd_only = LabelIs(node, kNfdAmdLabel, "true") &&
+                          !LabelIs(node, kNfdNvidiaLabel, "true") &&
+                          !LabelIs(node, "nvidia.com/gpu.present", "true");
     for (Component c : kAllComponents) {
       if (!policy->Enabled(c) || operands_off) continue;
       const std::string key = absl::StrCat(kDeployLabelPrefix, ComponentName(c));
       std::string value = "true";
       if (c == Component::kDriver && LabelIs(node, kDriverPreinstalledLabel, "true")) {
         value = kHostDriverValue;
+      }
+      if (amd_only && (c == Component::kDriver || c == Component::kMigManager)) {
+        value = kNotApplicableValue;
       }
       auto now = current(key);
       // Someone else's value (a pause) stands: the operator only sets what it owns or what is

@@ -22,6 +22,9 @@ inline constexpr char kDriverPreinstalledLabel[] = "gpuop.io/driver.preinstalled
 inline constexpr char kDeployOperandsLabel[] = "gpuop.io/deploy.operands";
 // The value of gpuop.io/deploy.driver on nodes whose host has its own driver.
 inline constexpr char kHostDriverValue[] = "host-driver";
+// The deploy label of an NVIDIA-only component (driver container, MIG manager) on a node whose
+// GPUs are all AMD: the component does not apply there.
+inline constexpr char kNotApplicableValue[] = "not-applicable";
 
 // A GPU node: node feature discovery saw an NVIDIA or AMD PCI device, or the agent found GPUs.
 bool IsGpuNode(const kube::Node& node);

@@ -80,6 +80,20 @@ TEST(NodeLabelsTest, PausesAndHostDriversAreRespected) {
   EXPECT_TRUE(none.needed) << "the owned label must go";
 }
 
+TEST(NodeLabelsTest, NvidiaOnlyComponentsDoNotApplyToAmdNodes) {
+  PolicySpec policy = Policy();
+  policy.components.mig_manager = true;
+  const kube::Node amd = NodeWith({{kNfdAmdLabel, "true"}});
+  NodeLabelChange c = DesiredNodeLabels(amd, {}, &policy, nullptr, false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.driver", "not-applicable")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.mig-manager", "not-applicable")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.exporter", "true")));
+  // A node with both vendors runs the NVIDIA components.
+  const kube::Node both = NodeWith({{kNfdAmdLabel, "true"}, {kNfdNvidiaLabel, "true"}});
+  EXPECT_THAT(DesiredNodeLabels(both, {}, &policy, nullptr, false).desired,
+              Contains(Pair("gpuop.io/deploy.driver", "true")));
+}
+
 TEST(NodeLabelsTest, WithoutAPolicyTheOperatorsLabelsGo) {
   const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"}, {"gpuop.io/managed", "true"}});
   NodeLabelChange c = DesiredNodeLabels(node, {"gpuop.io/managed"}, nullptr, nullptr, false);
