@@ -57,6 +57,15 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
       absl::MutexLock lock(&mu_);
       due = applied_hash_ != hash || now >= next_resync_;
     }
+    // A DaemonSet deleted or edited by hand is repaired at once (the cache sees DaemonSets);
+    // other kinds at the next resync.
+    for (const nlohmann::json& object : desired) {
+      if (due || object.value("kind", "") != "DaemonSet") continue;
+      auto live = cache_.daemon_sets().store().Get(
+          absl::StrCat(options_.ns, "/", object["metadata"].value("name", "")));
+      due = live == nullptr || live->metadata.annotations.Get(kSpecHashAnnotation) !=
+                                   std::optional<absl::string_view>(SpecHash(object));
+    }
     if (due) {
       GPUOP_ASSIGN_OR_RETURN(ApplyReport report, applier_.Sync(desired));
       for (const std::string& error : report.errors) {

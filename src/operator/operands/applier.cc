@@ -32,9 +32,17 @@ std::string Describe(const kube::ResourceType& type, const std::string& ns,
   return absl::StrCat(type.kind, " ", type.namespaced ? absl::StrCat(ns, "/") : "", name);
 }
 
-std::string HashOf(const nlohmann::json& object) { return absl::StrCat(JsonHash(object)); }
-
 }  // namespace
+
+// FNV-1a over the serialized object (absl::Hash is not stable across processes).
+std::string SpecHash(const nlohmann::json& object) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : object.dump()) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return absl::StrCat(absl::Hex(hash, absl::kZeroPad16));
+}
 
 absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::json>& desired) {
   // What lives now, per kind: name -> spec hash annotation.
@@ -72,7 +80,7 @@ absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::jso
     }
     wanted[type].insert(name);
     nlohmann::json object = rendered;
-    const std::string hash = HashOf(rendered);
+    const std::string hash = SpecHash(rendered);
     object["metadata"]["annotations"][kSpecHashAnnotation] = hash;
     const auto found = live[type].find(name);
     if (found != live[type].end() && found->second == hash) {

@@ -15,6 +15,10 @@ namespace gpuop::op {
 // object that already matches is not written again.
 inline constexpr char kSpecHashAnnotation[] = "gpuop.io/spec-hash";
 
+// The value of kSpecHashAnnotation for a rendered object: stable across processes, so a
+// restarted operator recognises what its predecessor applied.
+std::string SpecHash(const nlohmann::json& rendered);
+
 // What one sync did.
 struct ApplyReport {
   int applied = 0;    // created or changed

@@ -148,7 +148,7 @@ nlohmann::json ComputePolicyStatus(const PolicyStatusInput& in) {
     // The driver's DaemonSets are OnDelete: outdated pods are the upgrade controller's to
     // replace, so they are progress, not a fault.
     if (!rolling && (!r.observed || r.updated < r.desired)) rolling = r;
-    if (!not_ready && (!r.found || r.ready < r.desired)) not_ready = r;
+    if (!not_ready && (!r.found || !r.observed || r.ready < r.desired)) not_ready = r;
   }
   status["components"] = std::move(components);
 
@@ -169,9 +169,14 @@ nlohmann::json ComputePolicyStatus(const PolicyStatusInput& in) {
     set("Ready", true, "NoGPUNodes", "no GPU nodes yet: nothing to run");
   } else if (not_ready) {
     const ComponentRollout& r = *not_ready;
-    std::string message = !r.found
-                              ? absl::StrCat(r.name, ": DaemonSet not created yet")
-                              : absl::StrCat(r.name, ": ", r.ready, "/", r.desired, " pods ready");
+    std::string message;
+    if (!r.found) {
+      message = absl::StrCat(r.name, ": DaemonSet not created yet");
+    } else if (!r.observed) {
+      message = absl::StrCat(r.name, ": waiting for the DaemonSet controller");
+    } else {
+      message = absl::StrCat(r.name, ": ", r.ready, "/", r.desired, " pods ready");
+    }
     if (!r.not_ready_nodes.empty()) {
       absl::StrAppend(&message, "; not ready on ", NodeList(r.not_ready_nodes));
     }
@@ -183,10 +188,12 @@ nlohmann::json ComputePolicyStatus(const PolicyStatusInput& in) {
 
   if (rolling) {
     const ComponentRollout& r = *rolling;
-    const bool driver = r.name == ComponentName(Component::kDriver);
+    const bool driver = r.name == ComponentName(Component::kDriver) && r.observed;
     set("Progressing", true, driver ? "DriverUpgrade" : "RollingOut",
-        absl::StrCat(r.name, ": ", r.updated, "/", r.desired, " pods updated",
-                     upgrading > 0 ? absl::StrCat("; ", upgrading, " nodes upgrading") : ""));
+        !r.observed
+            ? absl::StrCat(r.name, ": waiting for the DaemonSet controller")
+            : absl::StrCat(r.name, ": ", r.updated, "/", r.desired, " pods updated",
+                           upgrading > 0 ? absl::StrCat("; ", upgrading, " nodes upgrading") : ""));
   } else if (not_ready) {
     set("Progressing", true, "ComponentsStarting", absl::StrCat(not_ready->name, " is starting"));
   } else {
