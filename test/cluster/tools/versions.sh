@@ -1,8 +1,9 @@
-# Versions of the test control plane. The Go modules beside this file pin the same versions;
+# Versions of the test control plane (and of helm, used to render and lint the chart). The Go modules beside this file pin the same versions;
 # change both together.
 KUBE_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
 KWOK_VERSION=v0.8.0
+HELM_VERSION=v3.22.0
 GO_MIN=1.26.0
 
 control_plane_key() { echo "kube-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"; }
