@@ -1,5 +1,5 @@
-# Versions of the test control plane (and of helm, used to render and lint the chart). The Go modules beside this file pin the same versions;
-# change both together.
+# Versions of the test control plane, and of helm (which renders and lints the chart). The Go
+# modules beside this file pin the same versions; change both together.
 KUBE_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
 KWOK_VERSION=v0.8.0
