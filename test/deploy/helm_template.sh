@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# deploy.helm-template: what the chart renders for its defaults and for each option: the objects,
+# the operator's security settings, the labels, the image and namespace plumbing.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# render ARGS...: helm template into $tmp/out.yaml.
+render() {
+  "$helm" template gpuop "$chart" --namespace gpuop-system "$@" >"$tmp/out.yaml" 2>"$tmp/err" ||
+    fail "helm template $* failed:\n$(cat "$tmp/err")"
+}
+# kinds: the kinds rendered, sorted, one line.
+kinds() { sed -n 's/^kind: //p' "$tmp/out.yaml" | sort | tr '\n' ' '; }
+# doc KIND: the YAML documents of that kind.
+doc() {
+  awk -v kind="$1" '/^---/ { if (hit) printf "%s", buf; buf = ""; hit = 0; next }
+    { buf = buf $0 "\n"; if ($0 == "kind: " kind) hit = 1 }
+    END { if (hit) printf "%s", buf }' "$tmp/out.yaml"
+}
+# has KIND TEXT / lacks KIND TEXT: whether a KIND document contains the line TEXT (trimmed).
+has() {
+  doc "$1" | sed 's/^ *//' | grep -qxF -- "$2" ||
+    fail "$1 lacks '$2' (helm template ${args[*]}):\n$(doc "$1")"
+}
+lacks() {
+  if doc "$1" | grep -qF -- "$2"; then
+    fail "$1 has '$2' (helm template ${args[*]}):\n$(doc "$1")"
+  fi
+}
+expect_kinds() {
+  [[ "$(kinds)" == "$1" ]] ||
+    fail "helm template ${args[*]} rendered kinds '$(kinds)', expected '$1'"
+}
+
+# Defaults.
+args=()
+render
+all="ClusterRole ClusterRoleBinding Deployment GPUClusterPolicy Role RoleBinding Service ServiceAccount "
+expect_kinds "$all"
+for line in "replicas: 1" "image: ghcr.io/gpuop/gpuop:0.1.0" "imagePullPolicy: IfNotPresent" \
+    "serviceAccountName: gpuop-operator" "priorityClassName: system-cluster-critical" \
+    "- gpuop-operator" "- run" "- --namespace=\$(POD_NAMESPACE)" "- --listen=:8080" \
+    "- --leader-elect" "- --log-format=json" "fieldPath: metadata.namespace" \
+    "containerPort: 8080" "path: /healthz" "path: /readyz" "- name: http-metrics" \
+    "runAsNonRoot: true" "runAsUser: 65532" "readOnlyRootFilesystem: true" \
+    "allowPrivilegeEscalation: false" "privileged: false" "drop: [ALL]" "type: RuntimeDefault" \
+    "terminationGracePeriodSeconds: 30" "cpu: 50m" "memory: 64Mi" "memory: 256Mi" \
+    "key: node-role.kubernetes.io/control-plane"; do
+  has Deployment "$line"
+done
+for text in "privileged: true" "hostPath" "hostPID" "hostNetwork"; do lacks Deployment "$text"; done
+# Least privilege: no secrets, no wildcards, no escalate/bind, never delete a node.
+for kind in ClusterRole Role; do
+  bad=$(doc "$kind" | grep -E '^ *(verbs|resources|apiGroups):' |
+    grep -wE 'secrets|escalate|bind|impersonate|\*' || true)
+  [[ -z $bad ]] || fail "$kind grants too much:\n$bad"
+  doc "$kind" | grep -qE '^ *verbs:.*\bget\b' || fail "$kind has no rules the check above could see"
+done
+verbs=$(doc ClusterRole | grep -A3 -- '- apiGroups: \[""\]' | grep -A2 'resources: \[nodes\]' |
+  sed -n 's/^ *verbs: //p')
+[[ $verbs == "[get, list, watch, patch, update]" ]] || fail "the operator's verbs on nodes are '$verbs'"
+has GPUClusterPolicy "name: default"
+has GPUClusterPolicy "image: ghcr.io/gpuop/gpuop:0.1.0"
+has GPUClusterPolicy "version: 570.86.15"
+has ServiceAccount "namespace: gpuop-system"
+has ClusterRoleBinding "namespace: gpuop-system"
+# Every object carries the standard labels.
+objects=$(grep -c '^kind: ' "$tmp/out.yaml")
+for label in "app.kubernetes.io/name: gpuop" "app.kubernetes.io/instance: gpuop" \
+    'app.kubernetes.io/version: "0.1.0"' "app.kubernetes.io/managed-by: Helm" \
+    "app.kubernetes.io/part-of: gpuop"; do
+  n=$(awk -v want="    $label" '/^---/ { found = 0 } $0 == want && !found { found = 1; n++ }
+    END { print n + 0 }' "$tmp/out.yaml")
+  ((n == objects)) || fail "'$label' is on $n of $objects objects"
+done
+
+# Two replicas: a PodDisruptionBudget keeps one.
+args=(--set operator.replicas=2)
+render "${args[@]}"
+expect_kinds "${all/GPUClusterPolicy /GPUClusterPolicy PodDisruptionBudget }"
+has Deployment "replicas: 2"
+has PodDisruptionBudget "minAvailable: 1"
+
+# ServiceMonitor on request, and only with the Service it scrapes.
+args=(--set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom)
+render "${args[@]}"
+has ServiceMonitor "release: prom"
+has ServiceMonitor "- port: http-metrics"
+if "$helm" template gpuop "$chart" --set metrics.serviceMonitor.enabled=true \
+    --set metrics.service.enabled=false >"$tmp/out.yaml" 2>"$tmp/err"; then
+  fail "a ServiceMonitor without its Service was rendered"
+fi
+grep -qF "needs metrics.service.enabled" "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
+
+# No policy; no Service; no priority class.
+args=(--set clusterPolicy.create=false --set metrics.service.enabled=false --set operator.priorityClassName=)
+render "${args[@]}"
+expect_kinds "ClusterRole ClusterRoleBinding Deployment Role RoleBinding ServiceAccount "
+lacks Deployment priorityClassName
+
+# The image, its pull policy and pull secrets reach the Deployment and the policy's components.
+args=(--set image.tag=1.2.3 --set image.repository=registry.example/gpuop
+      --set image.pullPolicy=Always --set 'imagePullSecrets={regcred}' --set operator.logFormat=text)
+render "${args[@]}"
+has Deployment "image: registry.example/gpuop:1.2.3"
+has Deployment "imagePullPolicy: Always"
+has Deployment "- name: regcred"
+has Deployment "- --log-format=text"
+has ServiceAccount "- name: regcred"
+has GPUClusterPolicy "image: registry.example/gpuop:1.2.3"
+has GPUClusterPolicy "imagePullPolicy: Always"
+has GPUClusterPolicy "- regcred"
+
+# The policy's own settings win over the chart's.
+args=(--set clusterPolicy.spec.image=other/agent:9 --set clusterPolicy.spec.imagePullPolicy=Never
+      --set clusterPolicy.spec.components.migManager.enabled=true)
+render "${args[@]}"
+has GPUClusterPolicy "image: other/agent:9"
+has GPUClusterPolicy "imagePullPolicy: Never"
+has GPUClusterPolicy "enabled: true"
+has Deployment "image: ghcr.io/gpuop/gpuop:0.1.0"
+
+# The release namespace is used throughout.
+args=(--namespace gpu-ops)
+"$helm" template gpuop "$chart" "${args[@]}" >"$tmp/out.yaml" || fail "helm template ${args[*]} failed"
+namespaces=$(sed -n 's/^ *namespace: //p' "$tmp/out.yaml" | sort -u | tr '\n' ' ')
+[[ $namespaces == "gpu-ops " ]] || fail "namespaces rendered: '$namespaces', expected only gpu-ops"
+echo "helm template: ok"
