@@ -39,8 +39,8 @@ void AddRunCommand(CLI::App& app) {
     std::string log_format = "text";
     bool leader_elect = false;
     int node_workers = 4;
-    int qps = 50;
-    int burst = 100;
+    int qps = 200;
+    int burst = 400;
   };
   auto flags = std::make_shared<Flags>();
   if (const char* ns = std::getenv("POD_NAMESPACE")) flags->ns = ns;

@@ -82,6 +82,13 @@ void Operator::EnqueuePolicy() {
   if (controllers_ != nullptr) controllers_->policy.Enqueue(kPolicyName);
 }
 
+void Operator::EnqueuePolicySoon() {
+  // Node and pod churn (thousands of events at start, or during a rollout) folds into one
+  // status computation per interval rather than one write per event.
+  absl::MutexLock lock(&mu_);
+  if (controllers_ != nullptr) controllers_->policy.EnqueueAfter(kPolicyName, absl::Seconds(2));
+}
+
 void Operator::EnqueueAllNodes() {
   absl::MutexLock lock(&mu_);
   if (controllers_ == nullptr) return;
@@ -92,13 +99,17 @@ void Operator::EnqueueAllNodes() {
 
 void Operator::RegisterHandlers() {
   cache_->nodes().AddHandlers({
-      .on_add = [this](const NodeEntry& e) { EnqueueNode(e.node.metadata.name), EnqueuePolicy(); },
+      .on_add =
+          [this](const NodeEntry& e) {
+            EnqueueNode(e.node.metadata.name);
+            EnqueuePolicySoon();
+          },
       .on_update =
           [this](const NodeEntry&, const NodeEntry& e) {
             EnqueueNode(e.node.metadata.name);
-            EnqueuePolicy();
+            EnqueuePolicySoon();
           },
-      .on_delete = [this](const NodeEntry&) { EnqueuePolicy(); },
+      .on_delete = [this](const NodeEntry&) { EnqueuePolicySoon(); },
   });
   auto all = [this] {
     EnqueuePolicy();
@@ -122,7 +133,7 @@ void Operator::RegisterHandlers() {
        .on_delete = [this](const kube::DaemonSet&) { EnqueuePolicy(); }});
   auto pod_changed = [this](const OperandPod& p) {
     if (!p.node.empty()) EnqueueNode(p.node);
-    EnqueuePolicy();
+    EnqueuePolicySoon();
   };
   cache_->pods().AddHandlers(
       {.on_add = pod_changed,

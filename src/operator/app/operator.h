@@ -64,6 +64,7 @@ class Operator {
   void RegisterHandlers();
   void EnqueueNode(const std::string& name);
   void EnqueuePolicy();
+  void EnqueuePolicySoon();
   void EnqueueAllNodes();
 
   kube::Client& client_;
