@@ -75,7 +75,8 @@ OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
                        .node = pod->node_name,
                        .ready = pod->Ready(),
                        .restarts = pod->restart_count,
-                       .phase = pod->phase};
+                       .phase = pod->phase,
+                       .created = pod->metadata.creation_timestamp};
         if (auto c = pod->metadata.labels.Get(kComponentLabel)) out.component = std::string(*c);
         if (auto r = pod->metadata.labels.Get("controller-revision-hash")) {
           out.revision = std::string(*r);

@@ -47,6 +47,7 @@ struct OperandPod {
   bool ready = false;
   int32_t restarts = 0;
   std::string phase;
+  absl::Time created = absl::InfinitePast();
 };
 
 // A GPUNode as written: enough to skip writes that would change nothing.

@@ -1,0 +1,111 @@
+#ifndef GPUOP_OPERATOR_REMEDIATION_PLANNER_H_
+#define GPUOP_OPERATOR_REMEDIATION_PLANNER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "operator/api/policy.h"
+#include "operator/nodes/pod_actions.h"
+#include "operator/upgrade/snapshot.h"
+
+namespace gpuop::op::remediation {
+
+// Where a node is in remediation: the value of gpuop.io/remediation-state ("" when absent).
+//   (none) --GPUHealthy False--> pending --slot--> in-progress (steps in order) --> done
+//   in-progress --a step timed out or failed--> failed (the node stays tainted for a person)
+//   pending --maxAttempts in the window reached--> exhausted (stays tainted until the window
+//   passes, then pending again)
+//   done / failed / exhausted --GPUHealthy True and no taint needed--> (label removed)
+inline constexpr char kPending[] = "pending";
+inline constexpr char kInProgress[] = "in-progress";
+inline constexpr char kDone[] = "done";
+inline constexpr char kFailed[] = "failed";
+inline constexpr char kExhausted[] = "exhausted";
+
+// What the planner knows about one managed GPU node.
+struct NodeState {
+  std::string name;
+  std::string state;  // the label
+  std::string step;   // gpuop.io/remediation-step: the step in progress ("Drain")
+  std::optional<absl::Time> since;  // when the step (or the wait) began
+  std::vector<absl::Time> attempts;  // starts of earlier remediations
+  std::string message;               // current gpuop.io/remediation-message
+  // GPUHealthy: nullopt when the agent has not reported.
+  std::optional<bool> healthy;
+  std::string health_message;
+  bool ready = false;                // the Node's Ready condition
+  bool tainted = false;              // carries kRemediationTaintKey
+  bool reboot_requested = false;     // carries the policy's reboot annotation
+  bool upgrading = false;            // a driver upgrade holds the node
+  // The driver pod on the node (none with a host driver).
+  struct DriverPod {
+    std::string ns, name;
+    bool ready = false;
+    absl::Time created;
+  };
+  std::optional<DriverPod> driver_pod;
+  std::optional<bool> validator_ready;  // nullopt: no validator pod
+  bool pods_listed = false;             // `pods` valid (listed for the Drain step)
+  std::vector<upgrade::PodInfo> pods;
+};
+
+// What happens to pods in this pass (before the Node is written).
+enum class PodAction {
+  kNone,
+  kEvict,            // evict `pods` (PodDisruptionBudgets apply)
+  kDeleteDriverPod,  // delete `pods[0]` so its DaemonSet recreates it
+};
+
+// The plan for one node in this pass.
+struct NodePlan {
+  std::string node;
+  std::string state;  // to write (may equal the current one)
+  std::string step;
+  std::string message;
+  bool restamp = false;                     // write since = now (a new step or wait began)
+  std::optional<absl::Time> record_attempt;  // append to the attempts annotation
+  std::vector<absl::Time> attempts;          // the attempts to keep (inside the window)
+  // Written with the state, in one Node write.
+  bool taint = false;
+  bool untaint = false;
+  bool request_reboot = false;  // set the policy's reboot annotation
+  PodAction pod_action = PodAction::kNone;
+  std::vector<PodRef> pods;
+  // Anything to write or do.
+  bool changed = false;
+};
+
+struct Plan {
+  std::vector<NodePlan> nodes;  // only nodes with something to do, sorted by name
+  int64_t in_progress = 0;      // after this pass
+  bool active = false;          // some node waits on a timer: reconcile again soon
+};
+
+// Decides what remediation does on every node. Pure: same inputs, same plan, so a restarted
+// operator resumes where the last one stopped (all state is in the node's labels and
+// annotations). Rules:
+//  - an unhealthy node (GPUHealthy False) not being remediated becomes pending; a pending node
+//    starts (in-progress, first step, attempt recorded) while fewer than maxParallel are in
+//    progress, in name order, unless maxAttempts started within the window: then exhausted
+//    (tainted, message says when it may try again). A node in a driver upgrade waits.
+//  - steps run in the policy's order; each has stepTimeout from its start (since):
+//      Taint          add the NoSchedule taint gpuop.io/remediation
+//      Drain          evict every unfinished pod that is not a DaemonSet's, a mirror or
+//                     gpuop's own (PodDisruptionBudgets apply; a blocked eviction is retried)
+//      RestartDriver  delete the driver pod; wait for its replacement to be Ready (skipped
+//                     with a host driver)
+//      RequestReboot  set the reboot annotation; wait until the reboot tool removes it and the
+//                     node is Ready
+//      Validate       wait for GPUHealthy True (and the validator Ready where it runs)
+//      Untaint        remove the taint -> done
+//    a timeout -> failed (tainted; Warning); a node that becomes healthy and validated while
+//    failed or exhausted is untainted and returns to service.
+//  - disabled remediation starts nothing, and nodes it holds are untainted and released.
+Plan PlanRemediation(const std::vector<NodeState>& nodes, const RemediationSpec& spec,
+                     bool validation_enabled, absl::Time now);
+
+}  // namespace gpuop::op::remediation
+
+#endif  // GPUOP_OPERATOR_REMEDIATION_PLANNER_H_
