@@ -14,8 +14,7 @@ namespace {
 // Gone already, or replaced by a pod of the same name (the uid precondition failed): either
 // way the pod we meant is no longer there.
 bool PodGone(const absl::Status& status) {
-  return absl::IsNotFound(status) || absl::IsAborted(status) ||
-         absl::IsFailedPrecondition(status);
+  return absl::IsNotFound(status) || absl::IsAborted(status) || absl::IsFailedPrecondition(status);
 }
 
 }  // namespace
@@ -94,8 +93,7 @@ absl::StatusOr<ExecuteResult> Executor::Execute(const NodePlan& plan, absl::Time
   result.problems = RunPodAction(plan);
   std::string message = plan.message;
   if (!result.problems.empty()) {
-    absl::StrAppend(&message, message.empty() ? "" : "; ",
-                    absl::StrJoin(result.problems, "; "));
+    absl::StrAppend(&message, message.empty() ? "" : "; ", absl::StrJoin(result.problems, "; "));
   }
   const kube::Json patch = NodePatch(plan, message, now);
   if (patch.is_null()) return result;
@@ -114,12 +112,11 @@ absl::StatusOr<ExecuteResult> Executor::Execute(const NodePlan& plan, absl::Time
                           UpgradeStateLabelValue(plan.to));
     }
     if (!message.empty()) absl::StrAppend(&note, ": ", message);
-    events_->Record(kube::ObjectReference{.api_version = "v1",
-                                          .kind = "Node",
-                                          .name = plan.node,
-                                          .uid = plan.node_uid},
-                    failed ? kube::EventType::kWarning : kube::EventType::kNormal,
-                    UpgradeStateReason(plan.to), "DriverUpgrade", note);
+    events_->Record(
+        kube::ObjectReference{
+            .api_version = "v1", .kind = "Node", .name = plan.node, .uid = plan.node_uid},
+        failed ? kube::EventType::kWarning : kube::EventType::kNormal, UpgradeStateReason(plan.to),
+        "DriverUpgrade", note);
   }
   return result;
 }

@@ -40,9 +40,8 @@ class ExecutorTest : public ::testing::Test {
     for (const kube::Json& e : sink_.Events()) {
       EXPECT_EQ(e["regarding"]["kind"], "Node");
       EXPECT_EQ(e["regarding"]["name"], "n");
-      out.push_back(absl::StrCat(e["type"].get<std::string>(), " ",
-                                 e["reason"].get<std::string>(), " ",
-                                 e["note"].get<std::string>()));
+      out.push_back(absl::StrCat(e["type"].get<std::string>(), " ", e["reason"].get<std::string>(),
+                                 " ", e["note"].get<std::string>()));
     }
     return out;
   }
@@ -66,8 +65,9 @@ TEST_F(ExecutorTest, ATransitionIsOneMergePatchWithCordonAndAnEvent) {
   const ExecuteResult result = Run(plan);
   EXPECT_TRUE(result.patched);
   EXPECT_EQ(result.resource_version, "42");
-  ASSERT_EQ(api_->writes().size(), 1u);
-  const testing::Request& patch = api_->writes()[0];
+  const std::vector<testing::Request> writes = api_->writes();
+  ASSERT_EQ(writes.size(), 1u);
+  const testing::Request& patch = writes[0];
   EXPECT_EQ(patch.method, "PATCH");
   EXPECT_EQ(patch.path, kNodePatch);
   EXPECT_EQ(patch.Json(), kube::Json::parse(R"({
@@ -114,8 +114,8 @@ TEST_F(ExecutorTest, AFailureIsAWarningWithTheReason) {
 }
 
 TEST_F(ExecutorTest, DeletesPodsWithTheirUidAndGrace) {
-  NodePlan plan = Transition(UpgradeState::kPodDeletionRequired,
-                             UpgradeState::kPodDeletionRequired);
+  NodePlan plan =
+      Transition(UpgradeState::kPodDeletionRequired, UpgradeState::kPodDeletionRequired);
   plan.action = Action::kDeletePods;
   plan.pods = {{"work", "a", "uid-a"}, {"work", "b", "uid-b"}};
   plan.grace_seconds = 0;
@@ -181,8 +181,8 @@ TEST_F(ExecutorTest, DeletesTheDriverPodWithoutPrecondition) {
 }
 
 TEST_F(ExecutorTest, AFailedPodActionIsReportedAndRetriedLater) {
-  NodePlan plan = Transition(UpgradeState::kPodDeletionRequired,
-                             UpgradeState::kPodDeletionRequired);
+  NodePlan plan =
+      Transition(UpgradeState::kPodDeletionRequired, UpgradeState::kPodDeletionRequired);
   plan.action = Action::kDeletePods;
   plan.pods = {{"work", "a", "uid-a"}};
   plan.message = "deleting 1 GPU pod: work/a";

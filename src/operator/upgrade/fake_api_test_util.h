@@ -23,7 +23,9 @@ struct Request {
   std::string method;
   std::string path;  // without the server, with the query
   std::string body;
-  nlohmann::json Json() const { return body.empty() ? nlohmann::json() : nlohmann::json::parse(body); }
+  nlohmann::json Json() const {
+    return body.empty() ? nlohmann::json() : nlohmann::json::parse(body);
+  }
 };
 
 class ScriptedApi final : public kube::HttpClient {
@@ -87,8 +89,8 @@ inline std::unique_ptr<kube::Client> ClientFor(std::shared_ptr<ScriptedApi> api)
 
 // An API server Status body, as the server sends with an error.
 inline nlohmann::json StatusBody(int code, const std::string& reason, const std::string& message) {
-  return {{"kind", "Status"},     {"apiVersion", "v1"}, {"status", "Failure"},
-          {"message", message},   {"reason", reason},   {"code", code}};
+  return {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
+          {"message", message}, {"reason", reason},   {"code", code}};
 }
 
 }  // namespace gpuop::op::upgrade::testing

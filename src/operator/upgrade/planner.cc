@@ -1,6 +1,7 @@
 #include "operator/upgrade/planner.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -169,8 +170,7 @@ class NodePlanner {
 
   // After pod deletion: drain when enabled, else restart the driver.
   UpgradeState AfterPodDeletion() const {
-    return spec_.drain_enabled ? UpgradeState::kDrainRequired
-                               : UpgradeState::kPodRestartRequired;
+    return spec_.drain_enabled ? UpgradeState::kDrainRequired : UpgradeState::kPodRestartRequired;
   }
   // Pod deletion cannot finish: drain instead when enabled, else fail.
   void PodDeletionFailed(const std::string& reason) {
@@ -195,9 +195,9 @@ class NodePlanner {
     }
     if (gpu.empty()) return Go(AfterPodDeletion(), "");
     if (!refused.empty()) {
-      return PodDeletionFailed(absl::StrCat(
-          "GPU pod ", Names(refused),
-          " uses emptyDir and spec.upgrade.podDeletion.deleteEmptyDir is false"));
+      return PodDeletionFailed(
+          absl::StrCat("GPU pod ", Names(refused),
+                       " uses emptyDir and spec.upgrade.podDeletion.deleteEmptyDir is false"));
     }
     if (TimedOut(timeout)) {
       return PodDeletionFailed(absl::StrCat(Count(gpu.size(), "GPU pod", "GPU pods"),
@@ -226,8 +226,9 @@ class NodePlanner {
       return Stay(std::string(selector.status().message()), timeout);
     }
     if (NoPods(timeout)) {
-      if (TimedOut(timeout)) Fail(absl::StrCat("could not list the node's pods within ",
-                                               Short(timeout), ": ", n_.pods_error));
+      if (TimedOut(timeout))
+        Fail(absl::StrCat("could not list the node's pods within ", Short(timeout), ": ",
+                          n_.pods_error));
       return;
     }
     std::vector<const PodInfo*> left, evictable, empty_dir, uncontrolled;
@@ -251,9 +252,9 @@ class NodePlanner {
                                " has no controller and spec.upgrade.drain.force is false"));
     }
     if (TimedOut(timeout)) {
-      std::string reason = absl::StrCat("drain did not finish within ", Short(timeout), ": ",
-                                        Count(left.size(), "pod", "pods"), " left (",
-                                        Names(left), ")");
+      std::string reason =
+          absl::StrCat("drain did not finish within ", Short(timeout), ": ",
+                       Count(left.size(), "pod", "pods"), " left (", Names(left), ")");
       if (!n_.message.empty()) absl::StrAppend(&reason, "; last: ", n_.message);
       return Fail(std::move(reason));
     }
@@ -262,8 +263,7 @@ class NodePlanner {
                                " to terminate: ", Names(left)),
                   timeout);
     }
-    Stay(absl::StrCat("evicting ", Count(evictable.size(), "pod", "pods"), ": ",
-                      Names(evictable)),
+    Stay(absl::StrCat("evicting ", Count(evictable.size(), "pod", "pods"), ": ", Names(evictable)),
          timeout);
     out_.action = Action::kEvictPods;
     out_.pods = Refs(evictable);
@@ -285,12 +285,11 @@ class NodePlanner {
     } else if (Current()) {
       waiting = absl::StrCat("waiting for driver pod ", n_.driver_pod->name, " to be Ready");
     } else {
-      waiting = absl::StrCat("deleting driver pod ", n_.driver_pod->name, " (", OutdatedMessage(),
-                             ")");
+      waiting =
+          absl::StrCat("deleting driver pod ", n_.driver_pod->name, " (", OutdatedMessage(), ")");
     }
     if (TimedOut(timeout)) {
-      return Fail(absl::StrCat("the driver was not Ready within ", Short(timeout), ": ",
-                               waiting));
+      return Fail(absl::StrCat("the driver was not Ready within ", Short(timeout), ": ", waiting));
     }
     Stay(std::move(waiting), timeout);
     if (Outdated()) {
@@ -375,8 +374,8 @@ const char* ActionName(Action action) {
 
 bool NodePlan::HasWork() const {
   if (excluded) return false;
-  return Transition() || action != Action::kNone || stamp_since ||
-         message != current_message || set_cordoned_before.has_value();
+  return Transition() || action != Action::kNone || stamp_since || message != current_message ||
+         set_cordoned_before.has_value();
 }
 
 std::string NodePlan::Describe() const {
@@ -432,7 +431,13 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
   }
   plan.slots = ComputeSlots(counts, spec.max_parallel, spec.max_unavailable);
 
-  int64_t free_slots = plan.slots.available;
+  // A node that is already out of service (cordoned, NotReady) takes nothing more from
+  // maxUnavailable when it starts, so it needs only a maxParallel slot: a cordoned node is never
+  // stuck behind the budget it uses up itself.
+  int64_t parallel_left = std::numeric_limits<int64_t>::max();
+  if (spec.max_parallel > 0)
+    parallel_left = std::max<int64_t>(0, spec.max_parallel - counts.in_progress);
+  int64_t fresh_left = plan.slots.available;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeSnapshot& n = *nodes[i];
     NodePlan& p = plan.nodes[i];
@@ -446,8 +451,9 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
         planner.Go(UpgradeState::kUpgradeDone, "");
       } else if (!spec.auto_upgrade) {
         p.message = "waiting: automatic upgrades are off (spec.upgrade.autoUpgrade is false)";
-      } else if (free_slots > 0) {
-        --free_slots;
+      } else if (parallel_left > 0 && (fresh_left > 0 || Unavailable(n, p.from))) {
+        --parallel_left;
+        if (!Unavailable(n, p.from)) --fresh_left;
         planner.Go(UpgradeState::kCordonRequired, "");
         p.set_cordoned_before = n.unschedulable;
       } else {

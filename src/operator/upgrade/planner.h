@@ -48,8 +48,8 @@ struct NodePlan {
   UpgradeState from = UpgradeState::kUnknown;
   UpgradeState to = UpgradeState::kUnknown;  // == from: the node stays
   Action action = Action::kNone;
-  std::vector<PodRef> pods;                   // for the pod actions
-  std::optional<int64_t> grace_seconds;       // kDeletePods: 0 with force; else the pod's own
+  std::vector<PodRef> pods;              // for the pod actions
+  std::optional<int64_t> grace_seconds;  // kDeletePods: 0 with force; else the pod's own
   // The gpuop.io/driver-upgrade-message to write: why the node waits or failed, what is being
   // done. Stable while nothing changes, so that waiting costs no writes.
   std::string message;
@@ -96,9 +96,11 @@ inline constexpr int32_t kMaxDriverRestarts = 10;
 //  - skip label or host driver: excluded, never written to.
 //  - unknown/upgrade-done: driver pod outdated (its revision is not the DaemonSet's update
 //    revision, or another DaemonSet owns it) -> upgrade-required; current -> upgrade-done.
-//  - upgrade-required: current again -> upgrade-done; otherwise the first `slots.available`
-//    nodes by name go to cordon-required (none while spec.upgrade.autoUpgrade is false),
-//    recording whether the node was already cordoned (gpuop.io/cordoned-before).
+//  - upgrade-required: current again -> upgrade-done; otherwise nodes go to cordon-required in
+//    name order while slots last (none while spec.upgrade.autoUpgrade is false), recording
+//    whether the node was already cordoned (gpuop.io/cordoned-before). A node that would become
+//    unavailable needs one of ComputeSlots' `available`; one already cordoned or NotReady needs
+//    only room under maxParallel, as starting it makes nothing less available.
 //  - cordon-required: cordon -> wait-for-jobs-required.
 //  - wait-for-jobs-required: until no unfinished pod matches waitForJobs.podSelector, or its
 //    timeout passes (the upgrade then goes ahead) -> pod-deletion-required.

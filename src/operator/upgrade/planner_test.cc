@@ -1,12 +1,12 @@
 #include "operator/upgrade/planner.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -44,11 +44,8 @@ NodeSnapshot Outdated(NodeSnapshot n) {
 }
 
 PodInfo Pod(const std::string& name) {
-  return PodInfo{.ns = "work",
-                 .name = name,
-                 .uid = "uid-" + name,
-                 .phase = "Running",
-                 .controlled = true};
+  return PodInfo{
+      .ns = "work", .name = name, .uid = "uid-" + name, .phase = "Running", .controlled = true};
 }
 PodInfo GpuPod(const std::string& name) {
   PodInfo p = Pod(name);
@@ -144,7 +141,8 @@ std::vector<Case> Cases() {
        UpgradeState::kPodDeletionRequired});
   NodeSnapshot with_jobs = Outdated(Gpu("n", "wait-for-jobs-required"));
   with_jobs.pods = {WithLabels(Pod("a"), {{"app", "train"}}),
-                    WithLabels(Pod("b"), {{"app", "train"}}), WithLabels(Pod("c"), {{"app", "web"}})};
+                    WithLabels(Pod("b"), {{"app", "train"}}),
+                    WithLabels(Pod("c"), {{"app", "web"}})};
   add({"WaitsForJobs", with_jobs, jobs, UpgradeState::kWaitForJobsRequired, Action::kNone,
        "waiting for 2 jobs (selector app=train): work/a, work/b"});
   NodeSnapshot jobs_done = with_jobs;
@@ -175,8 +173,13 @@ std::vector<Case> Cases() {
   PodInfo finished = GpuPod("done");
   finished.phase = "Succeeded";
   gpu_pods.pods = {GpuPod("a"), Pod("cpu"), operand, mirror, finished, GpuPod("b")};
-  add({"DeletesGpuPods", gpu_pods, Spec(), UpgradeState::kPodDeletionRequired,
-       Action::kDeletePods, "deleting 2 GPU pods: work/a, work/b", {"a", "b"}});
+  add({"DeletesGpuPods",
+       gpu_pods,
+       Spec(),
+       UpgradeState::kPodDeletionRequired,
+       Action::kDeletePods,
+       "deleting 2 GPU pods: work/a, work/b",
+       {"a", "b"}});
   NodeSnapshot terminating = gpu_pods;
   terminating.pods[0].terminating = true;
   terminating.pods[5].terminating = true;
@@ -206,18 +209,29 @@ std::vector<Case> Cases() {
   PodInfo skipped = WithLabels(Pod("pinned"), {{"gpuop.io/driver-upgrade-drain.skip", "true"}});
   busy.pods = {WithLabels(Pod("web"), {{"tier", "web"}}), ds_pod, skipped, mirror,
                WithLabels(Pod("batch"), {{"tier", "batch"}})};
-  add({"DrainEvicts", busy, drain, UpgradeState::kDrainRequired, Action::kEvictPods,
-       "evicting 2 pods: work/web, work/batch", {"web", "batch"}});
-  add({"DrainSelectorLimitsEvictions", busy, drain_some, UpgradeState::kDrainRequired,
-       Action::kEvictPods, "evicting 1 pod: work/batch", {"batch"}});
+  add({"DrainEvicts",
+       busy,
+       drain,
+       UpgradeState::kDrainRequired,
+       Action::kEvictPods,
+       "evicting 2 pods: work/web, work/batch",
+       {"web", "batch"}});
+  add({"DrainSelectorLimitsEvictions",
+       busy,
+       drain_some,
+       UpgradeState::kDrainRequired,
+       Action::kEvictPods,
+       "evicting 1 pod: work/batch",
+       {"batch"}});
   NodeSnapshot drained = Outdated(Gpu("n", "drain-required"));
   drained.pods = {ds_pod, skipped, mirror};
   add({"DrainedRestartsTheDriver", drained, drain, UpgradeState::kPodRestartRequired});
   NodeSnapshot blocked = busy;
   blocked.since = kNow - absl::Minutes(10);
   blocked.unschedulable = true;
-  blocked.message = "evicting 2 pods; eviction of pod work/web is blocked by a "
-                    "PodDisruptionBudget: would violate web-pdb";
+  blocked.message =
+      "evicting 2 pods; eviction of pod work/web is blocked by a "
+      "PodDisruptionBudget: would violate web-pdb";
   add({"DrainTimeoutFailsNamingWhatIsLeft", blocked, drain, UpgradeState::kUpgradeFailed,
        Action::kUncordon,
        "drain did not finish within 10m: 2 pods left (work/web, work/batch); last: evicting 2 "
@@ -235,19 +249,28 @@ std::vector<Case> Cases() {
   bare.pods[0].controlled = false;
   add({"DrainRefusesBarePods", bare, drain, UpgradeState::kUpgradeFailed, Action::kNone,
        "cannot drain: pod work/web has no controller and spec.upgrade.drain.force is false"});
-  add({"ForcedDrainEvictsBarePods", bare, force_drain, UpgradeState::kDrainRequired,
-       Action::kEvictPods, "evicting 2 pods", {"web", "batch"}});
+  add({"ForcedDrainEvictsBarePods",
+       bare,
+       force_drain,
+       UpgradeState::kDrainRequired,
+       Action::kEvictPods,
+       "evicting 2 pods",
+       {"web", "batch"}});
 
   // pod-restart-required
-  add({"RestartDeletesTheOutdatedDriverPod", Outdated(Gpu("n", "pod-restart-required")), Spec(),
-       UpgradeState::kPodRestartRequired, Action::kDeleteDriverPod,
-       "deleting driver pod driver-n", {"driver-n"}});
+  add({"RestartDeletesTheOutdatedDriverPod",
+       Outdated(Gpu("n", "pod-restart-required")),
+       Spec(),
+       UpgradeState::kPodRestartRequired,
+       Action::kDeleteDriverPod,
+       "deleting driver pod driver-n",
+       {"driver-n"}});
   add({"RestartedDriverReadyGoesToValidation", Gpu("n", "pod-restart-required"), Spec(),
        UpgradeState::kValidationRequired});
   NodeSnapshot starting = Gpu("n", "pod-restart-required");
   starting.driver_pod->ready = false;
-  add({"RestartWaitsForReady", starting, Spec(), UpgradeState::kPodRestartRequired,
-       Action::kNone, "waiting for driver pod driver-n to be Ready"});
+  add({"RestartWaitsForReady", starting, Spec(), UpgradeState::kPodRestartRequired, Action::kNone,
+       "waiting for driver pod driver-n to be Ready"});
   NodeSnapshot gone = Gpu("n", "pod-restart-required");
   gone.driver_pod.reset();
   add({"RestartWaitsForThePod", gone, Spec(), UpgradeState::kPodRestartRequired, Action::kNone,
@@ -267,10 +290,16 @@ std::vector<Case> Cases() {
        UpgradeState::kUncordonRequired});
   NodeSnapshot validating = Gpu("n", "validation-required");
   validating.validator_ready = false;
-  add({"WaitsForTheValidator", validating, Spec(), UpgradeState::kValidationRequired,
-       Action::kNone, "waiting for the validator pod on the node to be Ready"});
-  add({"NoValidatorNeededWhenDisabled", validating, Spec(), UpgradeState::kUncordonRequired,
-       Action::kNone, "", {}, /*validation=*/false});
+  add({"WaitsForTheValidator", validating, Spec(), UpgradeState::kValidationRequired, Action::kNone,
+       "waiting for the validator pod on the node to be Ready"});
+  add({"NoValidatorNeededWhenDisabled",
+       validating,
+       Spec(),
+       UpgradeState::kUncordonRequired,
+       Action::kNone,
+       "",
+       {},
+       /*validation=*/false});
   NodeSnapshot invalid = validating;
   invalid.since = kNow - absl::Minutes(10);
   add({"ValidationTimeoutFails", invalid, Spec(), UpgradeState::kUpgradeFailed, Action::kNone,
@@ -280,8 +309,8 @@ std::vector<Case> Cases() {
   add({"Uncordons", to_uncordon, Spec(), UpgradeState::kUpgradeDone, Action::kUncordon});
   NodeSnapshot was_cordoned = to_uncordon;
   was_cordoned.cordoned_before = true;
-  add({"PreCordonedStaysCordoned", was_cordoned, Spec(), UpgradeState::kUpgradeDone,
-       Action::kNone, "left cordoned: it was cordoned before the upgrade"});
+  add({"PreCordonedStaysCordoned", was_cordoned, Spec(), UpgradeState::kUpgradeDone, Action::kNone,
+       "left cordoned: it was cordoned before the upgrade"});
 
   // upgrade-failed
   NodeSnapshot failed = Gpu("n", "upgrade-failed");
@@ -318,7 +347,7 @@ TEST_P(PlanRuleTest, PlansTheRule) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, PlanRuleTest, ::testing::ValuesIn(Cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
 TEST(PlanTest, StartsOnlyAsManyNodesAsTheSlotsAllowInNameOrder) {
   UpgradeSpec spec = Spec();
@@ -372,6 +401,22 @@ TEST(PlanTest, CordonedAndNotReadyNodesUseUpMaxUnavailable) {
   EXPECT_THAT(plan.nodes[2].detail, HasSubstr("2 nodes are unavailable"));
   EXPECT_THAT(plan.nodes[2].Describe(),
               HasSubstr("waiting for a free upgrade slot: 2 nodes are unavailable"));
+}
+
+TEST(PlanTest, AnAlreadyCordonedNodeStartsWithoutNewUnavailability) {
+  UpgradeSpec spec = Spec();
+  spec.max_parallel = 2;
+  spec.max_unavailable = {.value = 1};
+  NodeSnapshot cordoned = Outdated(Gpu("b", "upgrade-required"));
+  cordoned.unschedulable = true;
+  UpgradeSnapshot snapshot{.nodes = {Outdated(Gpu("a", "upgrade-required")), cordoned}};
+  const UpgradePlan plan = Plan(snapshot, spec, kNow);
+  EXPECT_EQ(plan.nodes[0].to, UpgradeState::kUpgradeRequired);
+  EXPECT_EQ(plan.nodes[1].to, UpgradeState::kCordonRequired);
+  spec.max_parallel = 1;
+  snapshot.nodes[0].state_label = "drain-required";
+  snapshot.nodes[0].unschedulable = true;
+  EXPECT_EQ(Plan(snapshot, spec, kNow).nodes[1].to, UpgradeState::kUpgradeRequired);
 }
 
 TEST(PlanTest, StartingACordonedNodeRecordsThatItWasCordoned) {

@@ -36,8 +36,8 @@ TEST(PodSelectorTest, SetsAndExistence) {
 
 TEST(PodSelectorTest, AllTermsMustHold) {
   EXPECT_TRUE(Matches("app=train,tier in (a,b),!spot", {{"app", "train"}, {"tier", "b"}}));
-  EXPECT_FALSE(Matches("app=train,tier in (a,b),!spot",
-                       {{"app", "train"}, {"tier", "b"}, {"spot", "1"}}));
+  EXPECT_FALSE(
+      Matches("app=train,tier in (a,b),!spot", {{"app", "train"}, {"tier", "b"}, {"spot", "1"}}));
 }
 
 TEST(PodSelectorTest, EmptyMatchesEverything) {

@@ -37,14 +37,14 @@ Slots ComputeSlots(const SlotCounts& counts, int64_t max_parallel,
   }
   if (counts.unavailable >= slots.max_unavailable) {
     available = 0;
-    slots.limit = absl::StrCat(Nodes(counts.unavailable), counts.unavailable == 1 ? " is" : " are",
-                               " unavailable (cordoned, NotReady or being cordoned) and ",
-                               unavailable_limit);
+    slots.limit =
+        absl::StrCat(Nodes(counts.unavailable), counts.unavailable == 1 ? " is" : " are",
+                     " unavailable (cordoned, NotReady or being cordoned) and ", unavailable_limit);
   } else if (available > slots.max_unavailable - counts.unavailable) {
     available = slots.max_unavailable - counts.unavailable;
-    slots.limit = absl::StrCat(Nodes(counts.unavailable), counts.unavailable == 1 ? " is" : " are",
-                               " unavailable (cordoned, NotReady or being cordoned) and ",
-                               unavailable_limit);
+    slots.limit =
+        absl::StrCat(Nodes(counts.unavailable), counts.unavailable == 1 ? " is" : " are",
+                     " unavailable (cordoned, NotReady or being cordoned) and ", unavailable_limit);
   }
   slots.available = std::max<int64_t>(0, available);
   return slots;

@@ -49,8 +49,7 @@ bool LabelIs(const kube::Labels& labels, absl::string_view key, absl::string_vie
 
 absl::StatusOr<PodInfo> PodInfoFromJson(const nlohmann::json& object) {
   GPUOP_ASSIGN_OR_RETURN(
-      kube::Pod pod,
-      kube::ParsePod(object, kube::AnnotationFilter::Prefixes({kMirrorAnnotation})));
+      kube::Pod pod, kube::ParsePod(object, kube::AnnotationFilter::Prefixes({kMirrorAnnotation})));
   PodInfo info{.ns = pod.metadata.namespace_,
                .name = pod.metadata.name,
                .uid = pod.metadata.uid,
@@ -84,9 +83,9 @@ NodeSnapshot DescribeNode(const kube::Node& node) {
                  .ready = node.Ready(),
                  .cordoned_before = LabelIs(annotations, kWasCordonedAnnotation, "true"),
                  .skip = LabelIs(labels, kUpgradeSkipLabel, "true"),
-                 .host_driver =
-                     LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kHostDriverValue) ||
-                     LabelIs(labels, kDriverPreinstalledLabel, "true"),
+                 .host_driver = LabelIs(labels, std::string(kDeployLabelPrefix) + "driver",
+                                        kHostDriverValue) ||
+                                LabelIs(labels, kDriverPreinstalledLabel, "true"),
                  .driver_daemon_set = DriverDaemonSetOf(node)};
   if (auto state = labels.Get(kUpgradeStateLabel)) n.state_label = std::string(*state);
   if (auto since = annotations.Get(kUpgradeSinceAnnotation)) {

@@ -58,10 +58,10 @@ struct NodeSnapshot {
   std::string uid;
   std::string state_label;  // gpuop.io/driver-upgrade-state; "" when absent
   bool unschedulable = false;
-  bool ready = false;            // the Node's Ready condition is True
-  bool cordoned_before = false;  // gpuop.io/cordoned-before=true
-  bool skip = false;             // gpuop.io/driver-upgrade.skip=true: never touched
-  bool host_driver = false;      // the host has its own driver: never upgraded
+  bool ready = false;               // the Node's Ready condition is True
+  bool cordoned_before = false;     // gpuop.io/cordoned-before=true
+  bool skip = false;                // gpuop.io/driver-upgrade.skip=true: never touched
+  bool host_driver = false;         // the host has its own driver: never upgraded
   std::optional<absl::Time> since;  // gpuop.io/driver-upgrade-since, when present and valid
   std::string message;              // gpuop.io/driver-upgrade-message
   std::string driver_daemon_set;    // the driver DaemonSet of the node's pool

@@ -28,22 +28,24 @@ TEST(PodInfoTest, GpuPodsAreThoseAskingForNvidiaOrAmdResources) {
   EXPECT_TRUE(Info(limits({{"amd.com/gpu", "1"}})).uses_gpu);
   EXPECT_FALSE(Info(limits({{"nvidia.com/gpu", "0"}})).uses_gpu);
   EXPECT_FALSE(Info(limits({{"cpu", "4"}})).uses_gpu);
-  EXPECT_TRUE(Info(PodObject({{"initContainers",
-                               {{{"name", "i"},
-                                 {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}},
-                              {"containers", {{{"name", "c"}}}}}))
-                  .uses_gpu);
+  EXPECT_TRUE(
+      Info(PodObject({{"initContainers",
+                       {{{"name", "i"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}},
+                      {"containers", {{{"name", "c"}}}}}))
+          .uses_gpu);
 }
 
 TEST(PodInfoTest, ReadsWhatDrainAndDeletionNeed) {
-  nlohmann::json object = PodObject({{"containers", {{{"name", "c"}}}},
-                                     {"volumes", {{{"name", "scratch"}, {"emptyDir", {}}}}}});
+  nlohmann::json object = PodObject(
+      {{"containers", {{{"name", "c"}}}}, {"volumes", {{{"name", "scratch"}, {"emptyDir", {}}}}}});
   object["metadata"]["labels"] = {{"app.kubernetes.io/managed-by", "gpuop-operator"}};
   object["metadata"]["annotations"] = {{"kubernetes.io/config.mirror", "abc"}};
   object["metadata"]["deletionTimestamp"] = "2026-01-02T03:04:05Z";
-  object["metadata"]["ownerReferences"] = {
-      {{"apiVersion", "apps/v1"}, {"kind", "DaemonSet"}, {"name", "d"}, {"uid", "x"},
-       {"controller", true}}};
+  object["metadata"]["ownerReferences"] = {{{"apiVersion", "apps/v1"},
+                                            {"kind", "DaemonSet"},
+                                            {"name", "d"},
+                                            {"uid", "x"},
+                                            {"controller", true}}};
   const PodInfo info = Info(object);
   EXPECT_EQ(info.Key(), "work/p");
   EXPECT_EQ(info.uid, "u1");
@@ -96,12 +98,10 @@ TEST(DescribeNodeTest, ReadsTheUpgradeLabelsAndAnnotations) {
 
 TEST(DescribeNodeTest, SkipHostDriverAndDefaultPool) {
   EXPECT_TRUE(DescribeNode(NodeWith({{"gpuop.io/driver-upgrade.skip", "true"}}, {})).skip);
-  EXPECT_TRUE(
-      DescribeNode(NodeWith({{"gpuop.io/deploy.driver", "host-driver"}}, {})).host_driver);
-  EXPECT_TRUE(
-      DescribeNode(NodeWith({{"gpuop.io/driver.preinstalled", "true"}}, {})).host_driver);
-  const NodeSnapshot plain = DescribeNode(NodeWith({{"gpuop.io/driver.pool", "default"}},
-                                                   {{"gpuop.io/driver-upgrade-since", "junk"}}));
+  EXPECT_TRUE(DescribeNode(NodeWith({{"gpuop.io/deploy.driver", "host-driver"}}, {})).host_driver);
+  EXPECT_TRUE(DescribeNode(NodeWith({{"gpuop.io/driver.preinstalled", "true"}}, {})).host_driver);
+  const NodeSnapshot plain = DescribeNode(
+      NodeWith({{"gpuop.io/driver.pool", "default"}}, {{"gpuop.io/driver-upgrade-since", "junk"}}));
   EXPECT_EQ(plain.driver_daemon_set, "gpuop-driver");
   EXPECT_EQ(plain.since, std::nullopt);
   EXPECT_FALSE(plain.ready);

@@ -107,9 +107,18 @@ UpgradeController::UpgradeController(kube::Client& client, OperatorCache& cache,
       .on_delete = [fire](const NodeEntry&) { fire(); },
   });
   cache_.pods().AddHandlers({
-      .on_add = [fire](const OperandPod& p) { if (Watched(p)) fire(); },
-      .on_update = [fire](const OperandPod&, const OperandPod& p) { if (Watched(p)) fire(); },
-      .on_delete = [fire](const OperandPod& p) { if (Watched(p)) fire(); },
+      .on_add =
+          [fire](const OperandPod& p) {
+            if (Watched(p)) fire();
+          },
+      .on_update =
+          [fire](const OperandPod&, const OperandPod& p) {
+            if (Watched(p)) fire();
+          },
+      .on_delete =
+          [fire](const OperandPod& p) {
+            if (Watched(p)) fire();
+          },
   });
   cache_.daemon_sets().AddHandlers({
       .on_add = [fire](const kube::DaemonSet&) { fire(); },

@@ -32,13 +32,17 @@ enum class UpgradeState {
   kUpgradeFailed,
 };
 
-inline constexpr UpgradeState kAllUpgradeStates[] = {
-    UpgradeState::kUnknown,           UpgradeState::kUpgradeRequired,
-    UpgradeState::kCordonRequired,    UpgradeState::kWaitForJobsRequired,
-    UpgradeState::kPodDeletionRequired, UpgradeState::kDrainRequired,
-    UpgradeState::kPodRestartRequired, UpgradeState::kValidationRequired,
-    UpgradeState::kUncordonRequired,  UpgradeState::kUpgradeDone,
-    UpgradeState::kUpgradeFailed};
+inline constexpr UpgradeState kAllUpgradeStates[] = {UpgradeState::kUnknown,
+                                                     UpgradeState::kUpgradeRequired,
+                                                     UpgradeState::kCordonRequired,
+                                                     UpgradeState::kWaitForJobsRequired,
+                                                     UpgradeState::kPodDeletionRequired,
+                                                     UpgradeState::kDrainRequired,
+                                                     UpgradeState::kPodRestartRequired,
+                                                     UpgradeState::kValidationRequired,
+                                                     UpgradeState::kUncordonRequired,
+                                                     UpgradeState::kUpgradeDone,
+                                                     UpgradeState::kUpgradeFailed};
 
 // The label value: "upgrade-required", ..., "upgrade-failed"; "" for kUnknown.
 absl::string_view UpgradeStateLabelValue(UpgradeState state);
