@@ -233,7 +233,9 @@ class NodePlanner {
     }
     std::vector<const PodInfo*> left, evictable, empty_dir, uncontrolled;
     for (const PodInfo& p : n_.pods) {
-      if (p.daemon_set || p.mirror || p.Finished() || !selector->Matches(p.labels)) continue;
+      if (p.daemon_set || p.operand || p.mirror || p.Finished() || !selector->Matches(p.labels)) {
+        continue;
+      }
       auto skip = p.labels.Get(kUpgradeDrainSkipLabel);
       if (skip.has_value() && *skip == "true") continue;
       left.push_back(&p);

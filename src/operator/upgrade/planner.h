@@ -107,7 +107,7 @@ inline constexpr int32_t kMaxDriverRestarts = 10;
 //  - pod-deletion-required: delete unfinished GPU pods (not gpuop's, not mirror pods); emptyDir
 //    pods are refused unless deleteEmptyDir. Refused or timed out: -> drain-required when drain
 //    is enabled, else upgrade-failed. None left -> drain-required / pod-restart-required.
-//  - drain-required: evict unfinished pods that are not DaemonSet or mirror pods, match
+//  - drain-required: evict unfinished pods that are not DaemonSet, gpuop or mirror pods, match
 //    drain.podSelector and lack the drain-skip label (such pods keep running through the
 //    upgrade). emptyDir pods without drain.deleteEmptyDir, and pods without a controller without
 //    drain.force, fail the node at once (kubectl drain refuses them too). A blocked eviction is

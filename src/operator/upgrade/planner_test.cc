@@ -207,7 +207,7 @@ std::vector<Case> Cases() {
   PodInfo ds_pod = Pod("logs");
   ds_pod.daemon_set = true;
   PodInfo skipped = WithLabels(Pod("pinned"), {{"gpuop.io/driver-upgrade-drain.skip", "true"}});
-  busy.pods = {WithLabels(Pod("web"), {{"tier", "web"}}), ds_pod, skipped, mirror,
+  busy.pods = {WithLabels(Pod("web"), {{"tier", "web"}}),    ds_pod, skipped, mirror, operand,
                WithLabels(Pod("batch"), {{"tier", "batch"}})};
   add({"DrainEvicts",
        busy,
@@ -224,7 +224,7 @@ std::vector<Case> Cases() {
        "evicting 1 pod: work/batch",
        {"batch"}});
   NodeSnapshot drained = Outdated(Gpu("n", "drain-required"));
-  drained.pods = {ds_pod, skipped, mirror};
+  drained.pods = {ds_pod, skipped, mirror, operand};
   add({"DrainedRestartsTheDriver", drained, drain, UpgradeState::kPodRestartRequired});
   NodeSnapshot blocked = busy;
   blocked.since = kNow - absl::Minutes(10);
@@ -241,7 +241,7 @@ std::vector<Case> Cases() {
   add({"DrainTimeoutKeepsAPreCordonedNodeCordoned", pre_cordoned_blocked, drain,
        UpgradeState::kUpgradeFailed, Action::kNone, "drain did not finish"});
   NodeSnapshot scratch = busy;
-  scratch.pods[4].empty_dir = true;
+  scratch.pods[5].empty_dir = true;
   add({"DrainRefusesEmptyDir", scratch, drain, UpgradeState::kUpgradeFailed, Action::kNone,
        "cannot drain: pod work/batch uses emptyDir and spec.upgrade.drain.deleteEmptyDir is "
        "false"});
