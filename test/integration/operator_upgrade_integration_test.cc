@@ -146,10 +146,12 @@ class FakeNodeAgents {
 
 // The operator's upgrade half: a cache and the upgrade controller, as the binary wires them.
 struct Operator {
-  Operator(kube::Client& client, const std::string& ns, kube::EventRecorder* events)
+  Operator(kube::Client& client, const std::string& ns, kube::EventRecorder* events,
+           metrics::Registry* registry = nullptr)
       : cache(client, ns),
-        controller(client, cache, {.ns = ns, .events = events, .resync = absl::Milliseconds(500)}) {
-  }
+        controller(
+            client, cache,
+            {.ns = ns, .events = events, .metrics = registry, .resync = absl::Milliseconds(500)}) {}
   bool Start() {
     cache.Start();
     if (!cache.WaitForSync(absl::Seconds(30))) return false;
@@ -432,7 +434,8 @@ TEST_F(OperatorUpgradeIntegrationTest, RollsTheDriverAcrossTheNodesThroughAResta
       {a, State(a)}, {b, State(b)}, {c, State(c)}, {d, State(d)}};
   EXPECT_EQ(at_restart.at(b), "drain-required");
 
-  Operator second(*client_, ns_, events_.get());
+  metrics::Registry registry;
+  Operator second(*client_, ns_, events_.get(), &registry);
   ASSERT_TRUE(second.Start());
   const absl::Status finished = AwaitStates(
       {{a, "upgrade-done"}, {b, "upgrade-failed"}, {c, "upgrade-done"}, {d, "upgrade-done"}},
@@ -469,6 +472,11 @@ TEST_F(OperatorUpgradeIntegrationTest, RollsTheDriverAcrossTheNodesThroughAResta
   const op::upgrade::UpgradeStatus status = second.controller.Status();
   EXPECT_EQ(status.counts.Get(op::upgrade::UpgradeState::kUpgradeDone), 3);
   EXPECT_EQ(status.counts.Get(op::upgrade::UpgradeState::kUpgradeFailed), 1);
+  const std::string metrics = registry.Render();
+  EXPECT_THAT(metrics, HasSubstr("gpuop_driver_upgrade_nodes{state=\"upgrade-done\"} 3"));
+  EXPECT_THAT(metrics, HasSubstr("gpuop_driver_upgrade_nodes{state=\"upgrade-failed\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("gpuop_driver_upgrade_transitions_total{state=\"upgrade-failed\"} 1"));
 
   // Each transition was recorded as an Event on its Node.
   events_->Stop();
