@@ -151,7 +151,9 @@ struct Operator {
       : cache(client, ns),
         controller(
             client, cache,
-            {.ns = ns, .events = events, .metrics = registry, .resync = absl::Milliseconds(500)}) {}
+            {.ns = ns, .events = events, .metrics = registry, .resync = absl::Milliseconds(500)}) {
+    op::upgrade::UpgradeController::WatchCache(cache, [this] { controller.Enqueue(); });
+  }
   bool Start() {
     cache.Start();
     if (!cache.WaitForSync(absl::Seconds(30))) return false;

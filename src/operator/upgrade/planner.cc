@@ -421,10 +421,11 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
     p.from = ParseUpgradeState(n->state_label).value_or(UpgradeState::kUnknown);
     p.to = p.from;
     p.message = n->message;
-    if (n->skip || n->host_driver) {
+    if (n->Excluded()) {
       p.excluded = true;
-      p.detail = n->skip ? absl::StrCat("skipped: ", kUpgradeSkipLabel, "=true")
-                         : "the host has its own driver";
+      p.detail = n->skip          ? absl::StrCat("skipped: ", kUpgradeSkipLabel, "=true")
+                 : n->host_driver ? "the host has its own driver"
+                                  : "no driver container on the node";
       continue;
     }
     ++counts.total;

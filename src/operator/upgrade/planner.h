@@ -43,7 +43,7 @@ struct WaitProgress {
 struct NodePlan {
   std::string node;
   std::string node_uid;
-  // Out of the upgrade (skip label, host driver): never written to; `detail` says why.
+  // Out of the upgrade (NodeSnapshot::Excluded()): never written to; `detail` says why.
   bool excluded = false;
   UpgradeState from = UpgradeState::kUnknown;
   UpgradeState to = UpgradeState::kUnknown;  // == from: the node stays
@@ -73,7 +73,7 @@ struct NodePlan {
 // Nodes per state, for status and metrics.
 struct UpgradeCounts {
   std::map<UpgradeState, int64_t> nodes;  // managed, not excluded, by the state planned
-  int64_t excluded = 0;                   // skip label or host driver
+  int64_t excluded = 0;                   // skip label, host driver or no driver
   int64_t InProgress() const;
   int64_t Get(UpgradeState state) const;
 };
@@ -93,7 +93,8 @@ inline constexpr int32_t kMaxDriverRestarts = 10;
 // there. Pure and deterministic: the same snapshot, spec and time give the same plan, so an
 // operator that restarts anywhere resumes with the plan it would have made. The rules:
 //
-//  - skip label or host driver: excluded, never written to.
+//  - skip label, host driver or no driver container (NodeSnapshot::Excluded()): excluded,
+//    never written to, not counted in the slots.
 //  - unknown/upgrade-done: driver pod outdated (its revision is not the DaemonSet's update
 //    revision, or another DaemonSet owns it) -> upgrade-required; current -> upgrade-done.
 //  - upgrade-required: current again -> upgrade-done; otherwise nodes go to cordon-required in

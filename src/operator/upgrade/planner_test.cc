@@ -429,7 +429,7 @@ TEST(PlanTest, StartingACordonedNodeRecordsThatItWasCordoned) {
   EXPECT_EQ(p.set_cordoned_before, false);
 }
 
-TEST(PlanTest, SkippedAndHostDriverNodesAreLeftAloneAndNotCounted) {
+TEST(PlanTest, SkippedHostDriverAndDriverlessNodesAreLeftAloneAndNotCounted) {
   UpgradeSpec spec = Spec();
   spec.max_unavailable = {.value = 50, .percent = true};
   NodeSnapshot skipped = Outdated(Gpu("a", "upgrade-done"));
@@ -437,8 +437,11 @@ TEST(PlanTest, SkippedAndHostDriverNodesAreLeftAloneAndNotCounted) {
   skipped.unschedulable = true;
   NodeSnapshot host = Outdated(Gpu("b", "drain-required"));
   host.host_driver = true;
+  NodeSnapshot amd = Gpu("e", "");
+  amd.no_driver = true;
+  amd.unschedulable = true;
   UpgradeSnapshot snapshot{.nodes = {skipped, host, Outdated(Gpu("c", "upgrade-required")),
-                                     Outdated(Gpu("d", "upgrade-required"))}};
+                                     Outdated(Gpu("d", "upgrade-required")), amd}};
   const UpgradePlan plan = Plan(snapshot, spec, kNow);
   EXPECT_TRUE(plan.nodes[0].excluded);
   EXPECT_FALSE(plan.nodes[0].HasWork());
@@ -446,7 +449,10 @@ TEST(PlanTest, SkippedAndHostDriverNodesAreLeftAloneAndNotCounted) {
   EXPECT_THAT(plan.nodes[0].detail, HasSubstr("gpuop.io/driver-upgrade.skip=true"));
   EXPECT_TRUE(plan.nodes[1].excluded);
   EXPECT_FALSE(plan.nodes[1].HasWork());
-  EXPECT_EQ(plan.counts.excluded, 2);
+  EXPECT_TRUE(plan.nodes[4].excluded);
+  EXPECT_FALSE(plan.nodes[4].HasWork());
+  EXPECT_EQ(plan.nodes[4].detail, "no driver container on the node");
+  EXPECT_EQ(plan.counts.excluded, 3);
   // 50% of the two managed nodes is one, and the cordoned skipped node does not use it up.
   EXPECT_EQ(plan.nodes[2].to, UpgradeState::kCordonRequired);
   EXPECT_EQ(plan.nodes[3].to, UpgradeState::kUpgradeRequired);

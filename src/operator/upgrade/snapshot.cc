@@ -77,16 +77,18 @@ absl::StatusOr<PodInfo> PodInfoFromJson(const nlohmann::json& object) {
 NodeSnapshot DescribeNode(const kube::Node& node) {
   const kube::Labels& labels = node.metadata.labels;
   const kube::Labels& annotations = node.metadata.annotations;
-  NodeSnapshot n{.name = node.metadata.name,
-                 .uid = node.metadata.uid,
-                 .unschedulable = node.unschedulable,
-                 .ready = node.Ready(),
-                 .cordoned_before = LabelIs(annotations, kWasCordonedAnnotation, "true"),
-                 .skip = LabelIs(labels, kUpgradeSkipLabel, "true"),
-                 .host_driver = LabelIs(labels, std::string(kDeployLabelPrefix) + "driver",
-                                        kHostDriverValue) ||
-                                LabelIs(labels, kDriverPreinstalledLabel, "true"),
-                 .driver_daemon_set = DriverDaemonSetOf(node)};
+  NodeSnapshot n{
+      .name = node.metadata.name,
+      .uid = node.metadata.uid,
+      .unschedulable = node.unschedulable,
+      .ready = node.Ready(),
+      .cordoned_before = LabelIs(annotations, kWasCordonedAnnotation, "true"),
+      .skip = LabelIs(labels, kUpgradeSkipLabel, "true"),
+      .host_driver =
+          LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kHostDriverValue) ||
+          LabelIs(labels, kDriverPreinstalledLabel, "true"),
+      .no_driver = LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kNotApplicableValue),
+      .driver_daemon_set = DriverDaemonSetOf(node)};
   if (auto state = labels.Get(kUpgradeStateLabel)) n.state_label = std::string(*state);
   if (auto since = annotations.Get(kUpgradeSinceAnnotation)) {
     if (absl::StatusOr<absl::Time> t = kube::ParseTimestamp(*since); t.ok()) n.since = *t;

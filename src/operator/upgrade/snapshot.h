@@ -58,10 +58,11 @@ struct NodeSnapshot {
   std::string uid;
   std::string state_label;  // gpuop.io/driver-upgrade-state; "" when absent
   bool unschedulable = false;
-  bool ready = false;               // the Node's Ready condition is True
-  bool cordoned_before = false;     // gpuop.io/cordoned-before=true
-  bool skip = false;                // gpuop.io/driver-upgrade.skip=true: never touched
-  bool host_driver = false;         // the host has its own driver: never upgraded
+  bool ready = false;            // the Node's Ready condition is True
+  bool cordoned_before = false;  // gpuop.io/cordoned-before=true
+  bool skip = false;             // gpuop.io/driver-upgrade.skip=true: never touched
+  bool host_driver = false;      // the host has its own driver: never upgraded
+  bool no_driver = false;  // gpuop.io/deploy.driver=not-applicable (AMD only): nothing to upgrade
   std::optional<absl::Time> since;  // gpuop.io/driver-upgrade-since, when present and valid
   std::string message;              // gpuop.io/driver-upgrade-message
   std::string driver_daemon_set;    // the driver DaemonSet of the node's pool
@@ -76,6 +77,9 @@ struct NodeSnapshot {
   bool pods_listed = false;
   std::string pods_error;
   std::vector<PodInfo> pods;
+
+  // Out of the upgrade altogether: skipped, host driver or no driver.
+  bool Excluded() const { return skip || host_driver || no_driver; }
 };
 
 struct UpgradeSnapshot {
@@ -87,8 +91,8 @@ struct UpgradeSnapshot {
 };
 
 // Node-level facts from a cached Node: name, uid, the upgrade labels and annotations,
-// schedulability, readiness, the skip and host-driver labels and the pool's driver DaemonSet
-// name. The pod-level fields are left for the caller.
+// schedulability, readiness, the skip, host-driver and not-applicable labels and the pool's
+// driver DaemonSet name. The pod-level fields are left for the caller.
 NodeSnapshot DescribeNode(const kube::Node& node);
 
 // Whether the upgrade controller manages `node`: a GPU node the operator labelled

@@ -100,6 +100,11 @@ TEST(DescribeNodeTest, SkipHostDriverAndDefaultPool) {
   EXPECT_TRUE(DescribeNode(NodeWith({{"gpuop.io/driver-upgrade.skip", "true"}}, {})).skip);
   EXPECT_TRUE(DescribeNode(NodeWith({{"gpuop.io/deploy.driver", "host-driver"}}, {})).host_driver);
   EXPECT_TRUE(DescribeNode(NodeWith({{"gpuop.io/driver.preinstalled", "true"}}, {})).host_driver);
+  const NodeSnapshot amd =
+      DescribeNode(NodeWith({{"gpuop.io/deploy.driver", "not-applicable"}}, {}));
+  EXPECT_TRUE(amd.no_driver);
+  EXPECT_TRUE(amd.Excluded());
+  EXPECT_FALSE(DescribeNode(NodeWith({{"gpuop.io/deploy.driver", "true"}}, {})).Excluded());
   const NodeSnapshot plain = DescribeNode(
       NodeWith({{"gpuop.io/driver.pool", "default"}}, {{"gpuop.io/driver-upgrade-since", "junk"}}));
   EXPECT_EQ(plain.driver_daemon_set, "gpuop-driver");

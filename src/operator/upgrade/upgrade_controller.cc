@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "kube/client/resource.h"
 #include "kube/workqueue/rate_limiter.h"
 #include "operator/render/render.h"
@@ -13,6 +14,7 @@
 namespace gpuop::op::upgrade {
 namespace {
 
+constexpr char kLogger[] = "upgrade";
 constexpr char kDriverComponent[] = "driver";
 constexpr char kValidatorComponent[] = "validator";
 
@@ -40,18 +42,6 @@ std::string StateName(UpgradeState state) {
 
 }  // namespace
 
-// Lets the cache's event handlers, which live as long as the cache, reach the loop only while
-// it exists.
-struct UpgradeController::Trigger {
-  absl::Mutex mu;
-  kube::Controller* loop ABSL_GUARDED_BY(mu) = nullptr;
-
-  void Fire() {
-    absl::MutexLock lock(&mu);
-    if (loop != nullptr) loop->Enqueue(kKey);
-  }
-};
-
 struct UpgradeController::Metrics {
   explicit Metrics(metrics::Registry& registry)
       : nodes(registry.AddGauge("gpuop_driver_upgrade_nodes",
@@ -78,8 +68,7 @@ UpgradeController::UpgradeController(kube::Client& client, OperatorCache& cache,
       executor_(client, options_.events),
       revisions_(client, options_.ns,
                  absl::StrCat(kManagedByLabel, "=", kManagedByValue, ",", kComponentLabel, "=",
-                              kDriverComponent)),
-      trigger_(std::make_shared<Trigger>()) {
+                              kDriverComponent)) {
   if (options_.metrics != nullptr) metrics_ = std::make_unique<Metrics>(*options_.metrics);
   // Errors back off at most to `resync`: one key stands for every node, so a node whose action
   // keeps failing must not slow the others down.
@@ -90,15 +79,11 @@ UpgradeController::UpgradeController(kube::Client& client, OperatorCache& cache,
                                   absl::Milliseconds(100), options_.resync),
                               .clock = &clock_},
       [this](const std::string&) { return Reconcile(); });
-  {
-    absl::MutexLock lock(&trigger_->mu);
-    trigger_->loop = loop_.get();
-  }
-  std::weak_ptr<Trigger> weak = trigger_;
-  auto fire = [weak] {
-    if (auto t = weak.lock()) t->Fire();
-  };
-  cache_.nodes().AddHandlers({
+}
+
+void UpgradeController::WatchCache(OperatorCache& cache, std::function<void()> trigger) {
+  const std::function<void()> fire = std::move(trigger);
+  cache.nodes().AddHandlers({
       .on_add = [fire](const NodeEntry&) { fire(); },
       .on_update =
           [fire](const NodeEntry& a, const NodeEntry& b) {
@@ -106,7 +91,7 @@ UpgradeController::UpgradeController(kube::Client& client, OperatorCache& cache,
           },
       .on_delete = [fire](const NodeEntry&) { fire(); },
   });
-  cache_.pods().AddHandlers({
+  cache.pods().AddHandlers({
       .on_add =
           [fire](const OperandPod& p) {
             if (Watched(p)) fire();
@@ -120,12 +105,12 @@ UpgradeController::UpgradeController(kube::Client& client, OperatorCache& cache,
             if (Watched(p)) fire();
           },
   });
-  cache_.daemon_sets().AddHandlers({
+  cache.daemon_sets().AddHandlers({
       .on_add = [fire](const kube::DaemonSet&) { fire(); },
       .on_update = [fire](const kube::DaemonSet&, const kube::DaemonSet&) { fire(); },
       .on_delete = [fire](const kube::DaemonSet&) { fire(); },
   });
-  cache_.policies().AddHandlers({
+  cache.policies().AddHandlers({
       .on_add = [fire](const PolicyEntry&) { fire(); },
       .on_update = [fire](const PolicyEntry&, const PolicyEntry&) { fire(); },
       .on_delete = [fire](const PolicyEntry&) { fire(); },
@@ -140,13 +125,7 @@ absl::Status UpgradeController::Start() {
   return started;
 }
 
-void UpgradeController::Stop() {
-  {
-    absl::MutexLock lock(&trigger_->mu);
-    trigger_->loop = nullptr;
-  }
-  loop_->Stop();
-}
+void UpgradeController::Stop() { loop_->Stop(); }
 
 UpgradeStatus UpgradeController::Status() const {
   absl::MutexLock lock(&mu_);
@@ -198,7 +177,7 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
     const kube::Node& node = entry->node;
     if (!IsManagedNode(node)) continue;
     NodeSnapshot n = DescribeNode(node);
-    if (!n.skip && !n.host_driver) n.update_revision = revision_of(n.driver_daemon_set);
+    if (!n.Excluded()) n.update_revision = revision_of(n.driver_daemon_set);
     for (const auto& pod : cache_.PodsOn(n.name)) {
       if (pod->component == kDriverComponent) {
         driver_pods.insert(pod->name);
@@ -215,7 +194,7 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
       }
     }
     const UpgradeState state = ParseUpgradeState(n.state_label).value_or(UpgradeState::kUnknown);
-    if (!n.skip && !n.host_driver && NeedsPods(state)) {
+    if (!n.Excluded() && NeedsPods(state)) {
       absl::StatusOr<kube::ObjectList> pods = client_.ListAll(
           kube::resources::kPods, "", {.field_selector = "spec.nodeName=" + n.name});
       if (pods.ok()) {
@@ -279,12 +258,21 @@ absl::StatusOr<kube::Result> UpgradeController::Reconcile() {
     if (p.action == Action::kDeleteDriverPod && done->problems.empty()) {
       deleted_driver_pods_.insert(p.pods.front().name);
     }
-    if (p.Transition() && metrics_ != nullptr) {
-      metrics_->transitions.With({StateName(p.to)}).Inc();
+    if (p.Transition()) {
+      common::Log(p.to == UpgradeState::kUpgradeFailed ? common::LogLevel::kWarning
+                                                       : common::LogLevel::kInfo,
+                  kLogger, "driver upgrade state changed",
+                  {{"node", p.node},
+                   {"from", StateName(p.from)},
+                   {"to", StateName(p.to)},
+                   {"message", p.message}});
+      if (metrics_ != nullptr) metrics_->transitions.With({StateName(p.to)}).Inc();
     }
   }
   Publish(plan);
   if (!errors.empty()) {
+    common::Log(common::LogLevel::kWarning, kLogger, "driver upgrade pass incomplete",
+                {{"errors", absl::StrJoin(errors, "; ")}});
     if (metrics_ != nullptr) metrics_->errors.Get().Inc(static_cast<double>(errors.size()));
     return absl::UnavailableError(
         absl::StrCat("driver upgrade pass: ", absl::StrJoin(errors, "; ")));

@@ -1,6 +1,7 @@
 #ifndef GPUOP_OPERATOR_UPGRADE_UPGRADE_CONTROLLER_H_
 #define GPUOP_OPERATOR_UPGRADE_UPGRADE_CONTROLLER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -64,8 +65,9 @@ struct UpgradeStatus {
 // time it takes counts toward its state's timeout. Does nothing without a valid policy "default"
 // with the driver enabled.
 //
-// Construct before the cache starts (the constructor adds event handlers to its informers),
-// Start() after it has synced; Stop() (or destroy) before the cache is destroyed.
+// The cache's events reach it through WatchCache(), registered once before the cache starts
+// (the operator's cache outlives its controllers, which run only while it leads). Start() after
+// the cache has synced; Stop() (or destroy) before the cache is destroyed.
 // Thread-safe.
 class UpgradeController {
  public:
@@ -76,10 +78,19 @@ class UpgradeController {
   UpgradeController(const UpgradeController&) = delete;
   UpgradeController& operator=(const UpgradeController&) = delete;
 
+  // Adds handlers to the cache's informers that call `trigger` when something a pass reads
+  // changed: a Node's labels, gpuop annotations, schedulability or readiness; a driver or
+  // validator pod; a DaemonSet; the policy. Call before the cache starts. `trigger` runs on the
+  // informers' threads, must be quick and thread-safe, and must stay callable while the cache
+  // runs (typically: Enqueue() on the controller if there is one now).
+  static void WatchCache(OperatorCache& cache, std::function<void()> trigger);
+
   // Starts the reconcile loop and queues a first pass.
   [[nodiscard]] absl::Status Start();
   // Stops the loop; a pass in flight finishes first. Idempotent.
   void Stop();
+  // Asks for a pass (ignored once stopped).
+  void Enqueue() { loop_->Enqueue(kKey); }
 
   // One pass, as the loop runs it (for tests and tools).
   [[nodiscard]] absl::StatusOr<kube::Result> Reconcile();
@@ -88,7 +99,6 @@ class UpgradeController {
   UpgradeStatus Status() const;
 
  private:
-  struct Trigger;
   struct Metrics;
   struct PendingWrite {
     std::string resource_version;
@@ -109,7 +119,6 @@ class UpgradeController {
   Executor executor_;
   RevisionResolver revisions_;
   std::unique_ptr<Metrics> metrics_;
-  std::shared_ptr<Trigger> trigger_;
   std::unique_ptr<kube::Controller> loop_;
 
   // Reconcile() runs one at a time; this guards what passes share.
