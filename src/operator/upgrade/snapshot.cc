@@ -1,0 +1,110 @@
+#include "operator/upgrade/snapshot.h"
+
+#include "absl/strings/match.h"
+#include "common/status_macros.h"
+#include "kube/types/json_fields.h"
+#include "kube/types/pod.h"
+#include "operator/api/node_state.h"
+#include "operator/nodes/node_labels.h"
+#include "operator/render/render.h"
+
+namespace gpuop::op::upgrade {
+namespace {
+
+constexpr char kMirrorAnnotation[] = "kubernetes.io/config.mirror";
+
+// A GPU resource: anything under nvidia.com/ (gpu, mig-*, shared replicas) or amd.com/gpu.
+bool IsGpuResource(absl::string_view name) {
+  return absl::StartsWith(name, "nvidia.com/") || name == "amd.com/gpu";
+}
+
+bool NonZero(const nlohmann::json& quantity) {
+  if (quantity.is_number()) return quantity.get<double>() != 0;
+  if (!quantity.is_string()) return false;
+  const std::string& q = quantity.get_ref<const std::string&>();
+  return !q.empty() && q != "0";
+}
+
+bool ContainersUseGpu(const nlohmann::json& containers) {
+  if (!containers.is_array()) return false;
+  for (const auto& c : containers) {
+    const nlohmann::json& resources = kube::Field(c, "resources");
+    for (const char* kind : {"limits", "requests"}) {
+      const nlohmann::json& list = kube::Field(resources, kind);
+      if (!list.is_object()) continue;
+      for (const auto& [name, quantity] : list.items()) {
+        if (IsGpuResource(name) && NonZero(quantity)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool LabelIs(const kube::Labels& labels, absl::string_view key, absl::string_view value) {
+  auto got = labels.Get(key);
+  return got.has_value() && *got == value;
+}
+
+}  // namespace
+
+absl::StatusOr<PodInfo> PodInfoFromJson(const nlohmann::json& object) {
+  GPUOP_ASSIGN_OR_RETURN(
+      kube::Pod pod, kube::ParsePod(object, kube::AnnotationFilter::Prefixes({kMirrorAnnotation})));
+  PodInfo info{.ns = pod.metadata.namespace_,
+               .name = pod.metadata.name,
+               .uid = pod.metadata.uid,
+               .labels = pod.metadata.labels,
+               .phase = pod.phase,
+               .terminating = pod.metadata.deletion_timestamp.has_value(),
+               .mirror = pod.metadata.annotations.Has(kMirrorAnnotation),
+               .operand = LabelIs(pod.metadata.labels, kManagedByLabel, kManagedByValue)};
+  if (const kube::OwnerReference* owner = pod.metadata.ControllerRef()) {
+    info.controlled = true;
+    info.daemon_set = owner->kind == "DaemonSet";
+  }
+  const nlohmann::json& spec = kube::Field(object, "spec");
+  info.uses_gpu = ContainersUseGpu(kube::Field(spec, "containers")) ||
+                  ContainersUseGpu(kube::Field(spec, "initContainers"));
+  const nlohmann::json& volumes = kube::Field(spec, "volumes");
+  if (volumes.is_array()) {
+    for (const auto& v : volumes) {
+      if (v.is_object() && v.contains("emptyDir")) info.empty_dir = true;
+    }
+  }
+  return info;
+}
+
+NodeSnapshot DescribeNode(const kube::Node& node) {
+  const kube::Labels& labels = node.metadata.labels;
+  const kube::Labels& annotations = node.metadata.annotations;
+  NodeSnapshot n{
+      .name = node.metadata.name,
+      .uid = node.metadata.uid,
+      .unschedulable = node.unschedulable,
+      .ready = node.Ready(),
+      .cordoned_before = LabelIs(annotations, kWasCordonedAnnotation, "true"),
+      .skip = LabelIs(labels, kUpgradeSkipLabel, "true"),
+      .host_driver =
+          LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kHostDriverValue) ||
+          LabelIs(labels, kDriverPreinstalledLabel, "true"),
+      .no_driver = LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kNotApplicableValue),
+      .driver_daemon_set = DriverDaemonSetOf(node)};
+  if (auto state = labels.Get(kUpgradeStateLabel)) n.state_label = std::string(*state);
+  if (auto since = annotations.Get(kUpgradeSinceAnnotation)) {
+    if (absl::StatusOr<absl::Time> t = kube::ParseTimestamp(*since); t.ok()) n.since = *t;
+  }
+  if (auto message = annotations.Get(kUpgradeMessageAnnotation)) n.message = std::string(*message);
+  return n;
+}
+
+bool IsManagedNode(const kube::Node& node) {
+  return LabelIs(node.metadata.labels, kManagedLabel, "true");
+}
+
+std::string DriverDaemonSetOf(const kube::Node& node) {
+  auto pool = node.metadata.labels.Get(kDriverPoolLabel);
+  if (!pool.has_value() || pool->empty() || *pool == "default") return DriverDaemonSetName("");
+  return DriverDaemonSetName(std::string(*pool));
+}
+
+}  // namespace gpuop::op::upgrade
