@@ -9,6 +9,8 @@
 #include "operator/controllers/node_reconciler.h"
 #include "operator/controllers/policy_reconciler.h"
 #include "operator/crds/crds.h"
+#include "operator/remediation/remediation_controller.h"
+#include "operator/upgrade/upgrade_controller.h"
 
 namespace gpuop::op {
 namespace {
@@ -29,9 +31,12 @@ struct Operator::Controllers {
   PolicyReconciler policy_reconciler;
   kube::Controller nodes;
   kube::Controller policy;
+  upgrade::UpgradeController upgrades;
+  remediation::RemediationController remediations;
 
   Controllers(kube::Client& client, OperatorCache& cache, const OperatorOptions& options,
-              kube::ControllerMetrics& metrics, kube::EventRecorder* recorder)
+              kube::ControllerMetrics& metrics, metrics::Registry& registry,
+              kube::EventRecorder* recorder)
       : node_reconciler(client, cache),
         policy_reconciler(
             client, cache,
@@ -47,7 +52,12 @@ struct Operator::Controllers {
                 .metrics = &metrics,
                 .on_error = [](const std::string& key,
                                const absl::Status& e) { LogError("policy", key, e); }},
-               [this](const std::string& key) { return policy_reconciler.Reconcile(key); }) {}
+               [this](const std::string& key) { return policy_reconciler.Reconcile(key); }),
+        upgrades(client, cache,
+                 {.ns = options.ns,
+                  .events = recorder,
+                  .metrics = options.upgrade_metrics ? &registry : nullptr}),
+        remediations(client, cache, {.ns = options.ns, .events = recorder, .metrics = &metrics}) {}
 };
 
 Operator::Operator(kube::Client& client, metrics::Registry& registry, OperatorOptions options)
@@ -127,6 +137,14 @@ void Operator::RegisterHandlers() {
       .on_update = [this](const GpuNodeEntry&, const GpuNodeEntry& e) { EnqueueNode(e.name); },
       .on_delete = [this](const GpuNodeEntry& e) { EnqueueNode(e.name); },
   });
+  upgrade::UpgradeController::WatchCache(*cache_, [this] {
+    absl::MutexLock lock(&mu_);
+    if (controllers_ != nullptr) controllers_->upgrades.Enqueue();
+  });
+  remediation::RemediationController::WatchCache(*cache_, [this] {
+    absl::MutexLock lock(&mu_);
+    if (controllers_ != nullptr) controllers_->remediations.Enqueue();
+  });
   cache_->daemon_sets().AddHandlers(
       {.on_add = [this](const kube::DaemonSet&) { EnqueuePolicy(); },
        .on_update = [this](const kube::DaemonSet&, const kube::DaemonSet&) { EnqueuePolicy(); },
@@ -145,9 +163,10 @@ void Operator::Lead(std::stop_token stop) {
   common::Log(common::LogLevel::kInfo, kLogger, "leading: starting controllers",
               {{"identity", options_.identity}});
   auto controllers = std::make_unique<Controllers>(client_, *cache_, options_, controller_metrics_,
-                                                   recorder_.get());
-  for (kube::Controller* c : {&controllers->nodes, &controllers->policy}) {
-    if (absl::Status started = c->Start(); !started.ok()) {
+                                                   registry_, recorder_.get());
+  for (absl::Status started : {controllers->nodes.Start(), controllers->policy.Start(),
+                               controllers->upgrades.Start(), controllers->remediations.Start()}) {
+    if (!started.ok()) {
       common::Log(common::LogLevel::kError, kLogger, "controller start failed",
                   {{"error", std::string(started.message())}});
       healthy_ = false;
@@ -178,6 +197,8 @@ void Operator::Lead(std::stop_token stop) {
   }
   controllers->nodes.Stop();
   controllers->policy.Stop();
+  controllers->upgrades.Stop();
+  controllers->remediations.Stop();
   common::Log(common::LogLevel::kInfo, kLogger, "stopped leading: controllers stopped");
 }
 

@@ -32,12 +32,16 @@ struct OperatorOptions {
   // Installs or updates the CRDs at start (the chart's crds/ are not upgraded by Helm).
   bool install_crds = true;
   absl::Duration cache_sync_timeout = absl::Minutes(2);
+  // Register the upgrade metrics (once per registry: off for a second Operator on one registry).
+  bool upgrade_metrics = true;
 };
 
 // The operator process: installs the CRDs, fills the cache (on every replica, so a standby takes
 // over warm), and while it holds the Lease runs the controllers:
 //   nodes   (key: Node name)  labels, GPUNode objects and status      NodeReconciler
 //   policy  (key: "default")  operands, policy and pool status          PolicyReconciler
+//   upgrade (key: "upgrade")  rolling driver upgrades                   upgrade::UpgradeController
+//   remediation               unhealthy nodes back to service           RemediationController
 // Informer events become keys: a Node or operand pod change enqueues that node and the policy;
 // a policy or pool change enqueues the policy and every node; a GPUNode change its node.
 //

@@ -1,6 +1,5 @@
 #include "operator/nodes/pod_actions.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "kube/client/resource.h"
@@ -8,10 +7,10 @@
 namespace gpuop::op {
 namespace {
 
-// NotFound, or a UID precondition that failed: the pod is gone (or replaced).
+// Gone already, or replaced by a pod of the same name (the UID precondition failed): either
+// way the pod meant is no longer there.
 bool Gone(const absl::Status& status) {
-  return absl::IsNotFound(status) ||
-         (absl::IsAborted(status) && absl::StrContains(status.message(), "UID"));
+  return absl::IsNotFound(status) || absl::IsAborted(status) || absl::IsFailedPrecondition(status);
 }
 
 }  // namespace
@@ -20,9 +19,8 @@ std::vector<std::string> DeletePods(kube::Client& client, const std::vector<PodR
                                     std::optional<int64_t> grace_seconds) {
   std::vector<std::string> problems;
   for (const PodRef& pod : pods) {
-    absl::Status deleted =
-        client.Delete(kube::resources::kPods, pod.ns, pod.name,
-                      {.uid = pod.uid, .grace_period_seconds = grace_seconds});
+    absl::Status deleted = client.Delete(kube::resources::kPods, pod.ns, pod.name,
+                                         {.uid = pod.uid, .grace_period_seconds = grace_seconds});
     if (!deleted.ok() && !Gone(deleted)) {
       problems.push_back(
           absl::StrCat("deleting pod ", pod.ns, "/", pod.name, " failed: ", deleted.message()));
@@ -35,8 +33,7 @@ std::vector<std::string> EvictPods(kube::Client& client, const std::vector<PodRe
   std::vector<std::string> problems;
   for (const PodRef& pod : pods) {
     const std::string key = absl::StrCat(pod.ns, "/", pod.name);
-    absl::StatusOr<kube::EvictionResult> evicted =
-        client.Evict(pod.ns, pod.name, {.uid = pod.uid});
+    absl::StatusOr<kube::EvictionResult> evicted = client.Evict(pod.ns, pod.name, {.uid = pod.uid});
     if (!evicted.ok()) {
       if (!Gone(evicted.status())) {
         problems.push_back(

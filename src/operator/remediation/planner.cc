@@ -25,9 +25,9 @@ std::optional<RemediationStep> Next(const RemediationSpec& spec,
 }
 
 std::optional<RemediationStep> ParseStep(const std::string& name) {
-  for (RemediationStep s : {RemediationStep::kTaint, RemediationStep::kDrain,
-                            RemediationStep::kRestartDriver, RemediationStep::kRequestReboot,
-                            RemediationStep::kValidate, RemediationStep::kUntaint}) {
+  for (RemediationStep s :
+       {RemediationStep::kTaint, RemediationStep::kDrain, RemediationStep::kRestartDriver,
+        RemediationStep::kRequestReboot, RemediationStep::kValidate, RemediationStep::kUntaint}) {
     if (name == RemediationStepName(s)) return s;
   }
   return std::nullopt;
@@ -76,8 +76,8 @@ class Planner {
   // Does or waits for the work of `step`, begun at `since`.
   NodePlan Work(const NodeState& n, NodePlan p, RemediationStep step, absl::Time since) {
     const absl::Duration elapsed = now_ - since;
-    const bool timed_out = spec_.step_timeout > absl::ZeroDuration() &&
-                           elapsed > spec_.step_timeout;
+    const bool timed_out =
+        spec_.step_timeout > absl::ZeroDuration() && elapsed > spec_.step_timeout;
     auto wait = [&](std::string why) {
       if (timed_out) {
         p.state = kFailed;
@@ -137,10 +137,9 @@ class Planner {
         return Enter(n, std::move(p), Next(spec_, step));
       case RemediationStep::kValidate:
         if (n.healthy != std::optional<bool>(true)) {
-          return wait(absl::StrCat("waiting for the GPUs to be healthy",
-                                   n.health_message.empty() ? ""
-                                                            : absl::StrCat(" (", n.health_message,
-                                                                           ")")));
+          return wait(absl::StrCat(
+              "waiting for the GPUs to be healthy",
+              n.health_message.empty() ? "" : absl::StrCat(" (", n.health_message, ")")));
         }
         if (validation_ && n.validator_ready != std::optional<bool>(true)) {
           return wait("waiting for the validator");
@@ -241,9 +240,9 @@ Plan PlanRemediation(const std::vector<NodeState>& input, const RemediationSpec&
         p = planner.Start(*n, std::move(p));
         plan.active = true;
       } else {
-        const std::string why = absl::StrCat("waiting for a slot: ", in_progress,
-                                             " nodes in remediation (maxParallel ",
-                                             spec.max_parallel, ")");
+        const std::string why =
+            absl::StrCat("waiting for a slot: ", in_progress, " nodes in remediation (maxParallel ",
+                         spec.max_parallel, ")");
         if (n->state != kPending || n->message != why) {
           p.state = kPending;
           p.message = why;

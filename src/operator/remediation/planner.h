@@ -27,18 +27,18 @@ inline constexpr char kExhausted[] = "exhausted";
 // What the planner knows about one managed GPU node.
 struct NodeState {
   std::string name;
-  std::string state;  // the label
-  std::string step;   // gpuop.io/remediation-step: the step in progress ("Drain")
-  std::optional<absl::Time> since;  // when the step (or the wait) began
+  std::string state;                 // the label
+  std::string step;                  // gpuop.io/remediation-step: the step in progress ("Drain")
+  std::optional<absl::Time> since;   // when the step (or the wait) began
   std::vector<absl::Time> attempts;  // starts of earlier remediations
   std::string message;               // current gpuop.io/remediation-message
   // GPUHealthy: nullopt when the agent has not reported.
   std::optional<bool> healthy;
   std::string health_message;
-  bool ready = false;                // the Node's Ready condition
-  bool tainted = false;              // carries kRemediationTaintKey
-  bool reboot_requested = false;     // carries the policy's reboot annotation
-  bool upgrading = false;            // a driver upgrade holds the node
+  bool ready = false;             // the Node's Ready condition
+  bool tainted = false;           // carries kRemediationTaintKey
+  bool reboot_requested = false;  // carries the policy's reboot annotation
+  bool upgrading = false;         // a driver upgrade holds the node
   // The driver pod on the node (none with a host driver).
   struct DriverPod {
     std::string ns, name;
@@ -64,7 +64,7 @@ struct NodePlan {
   std::string state;  // to write (may equal the current one)
   std::string step;
   std::string message;
-  bool restamp = false;                     // write since = now (a new step or wait began)
+  bool restamp = false;                      // write since = now (a new step or wait began)
   std::optional<absl::Time> record_attempt;  // append to the attempts annotation
   std::vector<absl::Time> attempts;          // the attempts to keep (inside the window)
   // Written with the state, in one Node write.

@@ -23,22 +23,25 @@ RemediationSpec Spec() {
   return spec;
 }
 
-const NodePlan* For(const Plan& plan, const std::string& node) {
+std::optional<NodePlan> For(const Plan& plan, const std::string& node) {
   for (const NodePlan& p : plan.nodes) {
-    if (p.node == node) return &p;
+    if (p.node == node) return p;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 TEST(RemediationPlannerTest, AnUnhealthyNodeStartsAndIsTaintedThenDrained) {
   NodeState n = Unhealthy("a");
   n.pods_listed = true;
   n.pods = {{.ns = "ml", .name = "train", .uid = "u1", .phase = "Running"},
-            {.ns = "gpuop-system", .name = "gpuop-exporter-x", .phase = "Running",
-             .daemon_set = true, .operand = true}};
+            {.ns = "gpuop-system",
+             .name = "gpuop-exporter-x",
+             .phase = "Running",
+             .daemon_set = true,
+             .operand = true}};
   const Plan plan = PlanRemediation({n}, Spec(), true, kNow);
-  const NodePlan* p = For(plan, "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(plan, "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->state, kInProgress);
   EXPECT_EQ(p->record_attempt, kNow);
   // Taint happens in this pass (the taint) and the plan moves on to Drain at once.
@@ -52,8 +55,8 @@ TEST(RemediationPlannerTest, AnUnhealthyNodeStartsAndIsTaintedThenDrained) {
 
 TEST(RemediationPlannerTest, FirstPassOfATaintlessNodeTaints) {
   NodeState n = Unhealthy("a");  // pods not listed yet: the Drain step waits for them
-  const NodePlan* p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_TRUE(p->taint);
   EXPECT_EQ(p->step, "Drain");
   EXPECT_THAT(p->message, HasSubstr("listing the pods"));
@@ -66,8 +69,8 @@ TEST(RemediationPlannerTest, MaxParallelHoldsTheOthersPendingWithAReason) {
   busy.since = kNow - absl::Minutes(1);
   busy.tainted = true;
   const Plan plan = PlanRemediation({busy, Unhealthy("b")}, Spec(), true, kNow);
-  const NodePlan* b = For(plan, "b");
-  ASSERT_NE(b, nullptr);
+  std::optional<NodePlan> b = For(plan, "b");
+  ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->state, kPending);
   EXPECT_THAT(b->message, HasSubstr("maxParallel 1"));
   EXPECT_FALSE(b->taint);
@@ -79,19 +82,21 @@ TEST(RemediationPlannerTest, RestartDriverDeletesTheOldPodAndWaitsForTheNewOne) 
   n.step = "RestartDriver";
   n.since = kNow - absl::Seconds(30);
   n.tainted = true;
-  n.driver_pod = NodeState::DriverPod{
-      .ns = "gpuop-system", .name = "gpuop-driver-old", .ready = true,
-      .created = kNow - absl::Hours(5)};
-  const NodePlan* p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  n.driver_pod = NodeState::DriverPod{.ns = "gpuop-system",
+                                      .name = "gpuop-driver-old",
+                                      .ready = true,
+                                      .created = kNow - absl::Hours(5)};
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->pod_action, PodAction::kDeleteDriverPod);
   EXPECT_EQ(p->pods[0].name, "gpuop-driver-old");
 
-  n.driver_pod = NodeState::DriverPod{
-      .ns = "gpuop-system", .name = "gpuop-driver-new", .ready = true,
-      .created = kNow - absl::Seconds(5)};
+  n.driver_pod = NodeState::DriverPod{.ns = "gpuop-system",
+                                      .name = "gpuop-driver-new",
+                                      .ready = true,
+                                      .created = kNow - absl::Seconds(5)};
   p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->step, "Validate") << "a Ready replacement moves on";
 }
 
@@ -101,14 +106,14 @@ TEST(RemediationPlannerTest, ValidateThenUntaintReturnsTheNodeToService) {
   n.step = "Validate";
   n.since = kNow - absl::Minutes(2);
   n.tainted = true;
-  const NodePlan* waiting = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(waiting, nullptr);
+  std::optional<NodePlan> waiting = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(waiting.has_value());
   EXPECT_THAT(waiting->message, HasSubstr("waiting for the GPUs to be healthy (GPU 3: XID 79)"));
 
   n.healthy = true;
   n.validator_ready = true;
-  const NodePlan* p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_TRUE(p->untaint);
   EXPECT_EQ(p->state, kDone);
 }
@@ -120,8 +125,8 @@ TEST(RemediationPlannerTest, AStepPastItsTimeoutFailsAndKeepsTheTaint) {
   n.since = kNow - absl::Minutes(16);
   n.tainted = true;
   const Plan plan = PlanRemediation({n}, Spec(), true, kNow);
-  const NodePlan* p = For(plan, "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(plan, "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->state, kFailed);
   EXPECT_FALSE(p->untaint);
   EXPECT_THAT(p->message, HasSubstr("Validate did not finish within 15m"));
@@ -132,8 +137,8 @@ TEST(RemediationPlannerTest, TooManyAttemptsInTheWindowIsExhausted) {
   NodeState n = Unhealthy("a");
   n.state = kDone;
   n.attempts = {kNow - absl::Hours(3), kNow - absl::Hours(1)};
-  const NodePlan* p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->state, kExhausted);
   EXPECT_TRUE(p->taint);
   EXPECT_THAT(p->message, HasSubstr("2 remediations within 24h"));
@@ -141,16 +146,20 @@ TEST(RemediationPlannerTest, TooManyAttemptsInTheWindowIsExhausted) {
   // Attempts older than the window do not count.
   n.attempts = {kNow - absl::Hours(30), kNow - absl::Hours(1)};
   p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->state, kInProgress);
   EXPECT_EQ(p->attempts.size(), 2u);
 }
 
 TEST(RemediationPlannerTest, AFailedNodeThatRecoversReturnsToService) {
-  NodeState n = {.name = "a", .state = kFailed, .healthy = true, .ready = true, .tainted = true,
+  NodeState n = {.name = "a",
+                 .state = kFailed,
+                 .healthy = true,
+                 .ready = true,
+                 .tainted = true,
                  .validator_ready = true};
-  const NodePlan* p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->state, kDone);
   EXPECT_TRUE(p->untaint);
 }
@@ -158,8 +167,8 @@ TEST(RemediationPlannerTest, AFailedNodeThatRecoversReturnsToService) {
 TEST(RemediationPlannerTest, ANodeInADriverUpgradeWaits) {
   NodeState n = Unhealthy("a");
   n.upgrading = true;
-  const NodePlan* p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->state, kPending);
   EXPECT_THAT(p->message, HasSubstr("driver upgrade"));
 }
@@ -173,8 +182,8 @@ TEST(RemediationPlannerTest, RebootIsRequestedAndAwaited) {
   n.step = "Taint";
   n.since = kNow;
   n.tainted = true;
-  const NodePlan* p = For(PlanRemediation({n}, spec, true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  std::optional<NodePlan> p = For(PlanRemediation({n}, spec, true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->step, "RequestReboot");
   EXPECT_TRUE(p->request_reboot);
 
@@ -182,11 +191,11 @@ TEST(RemediationPlannerTest, RebootIsRequestedAndAwaited) {
   n.since = kNow - absl::Minutes(1);
   n.reboot_requested = true;
   p = For(PlanRemediation({n}, spec, true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p.has_value());
   EXPECT_THAT(p->message, HasSubstr("waiting for the reboot"));
   n.reboot_requested = false;
   p = For(PlanRemediation({n}, spec, true, kNow), "a");
-  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->step, "Validate");
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "kube/client/resource.h"
 #include "operator/api/node_state.h"
 #include "operator/nodes/pod_actions.h"
@@ -57,36 +58,33 @@ RemediationController::RemediationController(kube::Client& client, OperatorCache
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : common::Clock::Real()) {
   loop_ = std::make_unique<kube::Controller>(
-      kube::ControllerOptions{
-          .name = "remediation",
-          .workers = 1,
-          .clock = options_.clock,
-          .metrics = options_.metrics,
-          .on_error =
-              [](const std::string&, const absl::Status& e) {
-                common::Log(common::LogLevel::kWarning, kLogger, "pass failed",
-                            {{"error", std::string(e.message())}});
-              }},
+      kube::ControllerOptions{.name = "remediation",
+                              .workers = 1,
+                              .clock = options_.clock,
+                              .metrics = options_.metrics,
+                              .on_error =
+                                  [](const std::string&, const absl::Status& e) {
+                                    common::Log(common::LogLevel::kWarning, kLogger, "pass failed",
+                                                {{"error", std::string(e.message())}});
+                                  }},
       [this](const std::string&) { return Reconcile(); });
 }
 
 RemediationController::~RemediationController() { Stop(); }
 
 void RemediationController::WatchCache(OperatorCache& cache, std::function<void()> trigger) {
-  cache.nodes().AddHandlers(
-      {.on_add = [trigger](const NodeEntry&) { trigger(); },
-       .on_update =
-           [trigger](const NodeEntry& a, const NodeEntry& b) {
-             if (NodeChanged(a.node, b.node)) trigger();
-           },
-       .on_delete = [trigger](const NodeEntry&) { trigger(); }});
+  cache.nodes().AddHandlers({.on_add = [trigger](const NodeEntry&) { trigger(); },
+                             .on_update =
+                                 [trigger](const NodeEntry& a, const NodeEntry& b) {
+                                   if (NodeChanged(a.node, b.node)) trigger();
+                                 },
+                             .on_delete = [trigger](const NodeEntry&) { trigger(); }});
   auto pod = [trigger](const OperandPod& p) {
     if (p.component == "driver" || p.component == "validator") trigger();
   };
-  cache.pods().AddHandlers(
-      {.on_add = pod,
-       .on_update = [pod](const OperandPod&, const OperandPod& p) { pod(p); },
-       .on_delete = pod});
+  cache.pods().AddHandlers({.on_add = pod,
+                            .on_update = [pod](const OperandPod&, const OperandPod& p) { pod(p); },
+                            .on_delete = pod});
   cache.policies().AddHandlers(
       {.on_add = [trigger](const PolicyEntry&) { trigger(); },
        .on_update = [trigger](const PolicyEntry&, const PolicyEntry&) { trigger(); }});
@@ -131,9 +129,8 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
       // The cache keeps only gpuop.io/ annotations; read the Node for another key.
       absl::StatusOr<kube::Json> live = client_.Get(kube::resources::kNodes, "", n.name);
       if (live.ok()) {
-        n.reboot_requested = (*live)["metadata"]
-                                 .value("annotations", kube::Json::object())
-                                 .contains(reboot_key);
+        n.reboot_requested =
+            (*live)["metadata"].value("annotations", kube::Json::object()).contains(reboot_key);
       } else {
         errors.push_back(std::string(live.status().message()));
         continue;
@@ -148,9 +145,8 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
       }
     }
     if (n.state == kInProgress && n.step == RemediationStepName(RemediationStep::kDrain)) {
-      absl::StatusOr<kube::ObjectList> pods =
-          client_.List(kube::resources::kPods, "",
-                       {.field_selector = absl::StrCat("spec.nodeName=", n.name)});
+      absl::StatusOr<kube::ObjectList> pods = client_.List(
+          kube::resources::kPods, "", {.field_selector = absl::StrCat("spec.nodeName=", n.name)});
       if (pods.ok()) {
         n.pods_listed = true;
         for (const kube::Json& object : pods->items) {
@@ -179,12 +175,11 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
 
   std::string message = plan.message;
   if (!problems.empty()) absl::StrAppend(&message, "; ", absl::StrJoin(problems, "; "));
-  kube::Json labels = {{kRemediationStateLabel,
-                        plan.state.empty() ? kube::Json(nullptr) : kube::Json(plan.state)}};
+  kube::Json labels = {
+      {kRemediationStateLabel, plan.state.empty() ? kube::Json(nullptr) : kube::Json(plan.state)}};
   kube::Json annotations = {
       {kRemediationStepAnnotation, plan.step.empty() ? kube::Json(nullptr) : kube::Json(plan.step)},
-      {kRemediationMessageAnnotation,
-       message.empty() ? kube::Json(nullptr) : kube::Json(message)}};
+      {kRemediationMessageAnnotation, message.empty() ? kube::Json(nullptr) : kube::Json(message)}};
   if (plan.state.empty()) annotations[kRemediationSinceAnnotation] = nullptr;
   if (plan.restamp) annotations[kRemediationSinceAnnotation] = kube::FormatTimestamp(now);
   std::vector<std::string> attempts;
@@ -204,7 +199,8 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
       taints.push_back(std::move(taint));
     }
     if (plan.taint) {
-      taints.push_back({{"key", kRemediationTaintKey}, {"value", "true"}, {"effect", "NoSchedule"}});
+      taints.push_back(
+          {{"key", kRemediationTaintKey}, {"value", "true"}, {"effect", "NoSchedule"}});
     }
     patch["spec"] = {{"taints", taints}};
     patch["metadata"]["resourceVersion"] = node.metadata.resource_version;
@@ -215,28 +211,27 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
   if (!patched.ok()) return patched.status();
   {
     absl::MutexLock lock(&mu_);
-    writes_.Record(plan.node,
-                   (*patched)["metadata"].value("resourceVersion", std::string()), now);
+    writes_.Record(plan.node, (*patched)["metadata"].value("resourceVersion", std::string()), now);
   }
   const std::string old_state(node.metadata.labels.Get(kRemediationStateLabel).value_or(""));
   const std::string old_step = Annotation(node, kRemediationStepAnnotation);
   if (options_.events != nullptr && (plan.state != old_state || plan.step != old_step)) {
     const bool bad = plan.state == kFailed || plan.state == kExhausted;
     std::string reason = plan.state == kInProgress ? absl::StrCat("Remediation", plan.step)
-                         : plan.state.empty()       ? "RemediationCleared"
-                         : plan.state == kDone      ? "RemediationDone"
-                         : plan.state == kPending   ? "RemediationPending"
-                         : plan.state == kFailed    ? "RemediationFailed"
-                                                    : "RemediationExhausted";
+                         : plan.state.empty()      ? "RemediationCleared"
+                         : plan.state == kDone     ? "RemediationDone"
+                         : plan.state == kPending  ? "RemediationPending"
+                         : plan.state == kFailed   ? "RemediationFailed"
+                                                   : "RemediationExhausted";
     options_.events->Record(
-        kube::ObjectReference{.api_version = "v1", .kind = "Node", .name = plan.node,
-                              .uid = node.metadata.uid},
+        kube::ObjectReference{
+            .api_version = "v1", .kind = "Node", .name = plan.node, .uid = node.metadata.uid},
         bad ? kube::EventType::kWarning : kube::EventType::kNormal, reason, "Remediate",
         message.empty() ? reason : message);
   }
-  common::Log(common::LogLevel::kInfo, kLogger, "node",
-              {{"node", plan.node}, {"state", plan.state}, {"step", plan.step},
-               {"message", message}});
+  common::Log(
+      common::LogLevel::kInfo, kLogger, "node",
+      {{"node", plan.node}, {"state", plan.state}, {"step", plan.step}, {"message", message}});
   return absl::OkStatus();
 }
 

@@ -13,14 +13,14 @@
 #include "kube/controller/controller.h"
 #include "kube/events/event_recorder.h"
 #include "operator/cache/cache.h"
-#include "operator/nodes/write_tracker.h"
+#include "operator/cache/write_tracker.h"
 #include "operator/remediation/planner.h"
 
 namespace gpuop::op::remediation {
 
 struct RemediationControllerOptions {
-  std::string ns = "gpuop-system";       // where the driver and validator pods run
-  const common::Clock* clock = nullptr;  // null: the real clock
+  std::string ns = "gpuop-system";        // where the driver and validator pods run
+  const common::Clock* clock = nullptr;   // null: the real clock
   kube::EventRecorder* events = nullptr;  // null: no Events
   kube::ControllerMetrics* metrics = nullptr;
   // While a node is in remediation, reconcile again this often (timeouts, evictions to retry).

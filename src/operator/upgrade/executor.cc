@@ -9,15 +9,6 @@
 #include "operator/cache/cache.h"
 
 namespace gpuop::op::upgrade {
-namespace {
-
-// Gone already, or replaced by a pod of the same name (the uid precondition failed): either
-// way the pod we meant is no longer there.
-bool PodGone(const absl::Status& status) {
-  return absl::IsNotFound(status) || absl::IsAborted(status) || absl::IsFailedPrecondition(status);
-}
-
-}  // namespace
 
 kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message, absl::Time now) {
   kube::Json labels = kube::Json::object();
@@ -49,42 +40,19 @@ kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message,
 }
 
 std::vector<std::string> Executor::RunPodAction(const NodePlan& plan) {
-  std::vector<std::string> problems;
-  for (const PodRef& pod : plan.pods) {
-    const std::string key = absl::StrCat(pod.ns, "/", pod.name);
-    kube::DeleteOptions options{.uid = pod.uid};
-    switch (plan.action) {
-      case Action::kDeletePods:
-      case Action::kDeleteDriverPod: {
-        if (plan.action == Action::kDeletePods) options.grace_period_seconds = plan.grace_seconds;
-        absl::Status deleted = client_.Delete(kube::resources::kPods, pod.ns, pod.name, options);
-        if (!deleted.ok() && !PodGone(deleted)) {
-          problems.push_back(absl::StrCat("deleting pod ", key, " failed: ", deleted.message()));
-        }
-        break;
-      }
-      case Action::kEvictPods: {
-        absl::StatusOr<kube::EvictionResult> evicted = client_.Evict(pod.ns, pod.name, options);
-        if (!evicted.ok()) {
-          if (!PodGone(evicted.status())) {
-            problems.push_back(
-                absl::StrCat("evicting pod ", key, " failed: ", evicted.status().message()));
-          }
-        } else if (evicted->outcome == kube::EvictionResult::Outcome::kBlocked) {
-          absl::string_view why = evicted->message;
-          absl::ConsumePrefix(&why, absl::StrCat("evict pod ", key, ": "));
-          problems.push_back(
-              absl::StrCat("eviction of pod ", key, " is blocked by a PodDisruptionBudget: ", why));
-        }
-        break;
-      }
-      case Action::kNone:
-      case Action::kCordon:
-      case Action::kUncordon:
-        break;
-    }
+  switch (plan.action) {
+    case Action::kDeletePods:
+      return DeletePods(client_, plan.pods, plan.grace_seconds);
+    case Action::kDeleteDriverPod:
+      return DeletePods(client_, plan.pods, std::nullopt);
+    case Action::kEvictPods:
+      return EvictPods(client_, plan.pods);
+    case Action::kNone:
+    case Action::kCordon:
+    case Action::kUncordon:
+      break;
   }
-  return problems;
+  return {};
 }
 
 absl::StatusOr<ExecuteResult> Executor::Execute(const NodePlan& plan, absl::Time now) {

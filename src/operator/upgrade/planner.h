@@ -9,6 +9,7 @@
 
 #include "absl/time/time.h"
 #include "operator/api/policy.h"
+#include "operator/nodes/pod_actions.h"
 #include "operator/upgrade/slots.h"
 #include "operator/upgrade/snapshot.h"
 #include "operator/upgrade/upgrade_state.h"
@@ -26,12 +27,7 @@ enum class Action {
 };
 const char* ActionName(Action action);
 
-struct PodRef {
-  std::string ns;
-  std::string name;
-  std::string uid;  // "" when unknown (the driver pod): no precondition
-  friend bool operator==(const PodRef&, const PodRef&) = default;
-};
+using PodRef = op::PodRef;
 
 // How long a node has waited in its state, and for how long it may.
 struct WaitProgress {

@@ -68,7 +68,8 @@ UpgradeController::UpgradeController(kube::Client& client, OperatorCache& cache,
       executor_(client, options_.events),
       revisions_(client, options_.ns,
                  absl::StrCat(kManagedByLabel, "=", kManagedByValue, ",", kComponentLabel, "=",
-                              kDriverComponent)) {
+                              kDriverComponent)),
+      writes_(options_.cache_lag_limit) {
   if (options_.metrics != nullptr) metrics_ = std::make_unique<Metrics>(*options_.metrics);
   // Errors back off at most to `resync`: one key stands for every node, so a node whose action
   // keeps failing must not slow the others down.
@@ -130,24 +131,6 @@ void UpgradeController::Stop() { loop_->Stop(); }
 UpgradeStatus UpgradeController::Status() const {
   absl::MutexLock lock(&mu_);
   return status_;
-}
-
-bool UpgradeController::CacheCaughtUp(absl::Time now) {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    const std::string cached = cache_.nodes().store().ResourceVersion(it->first);
-    uint64_t have = 0, want = 0;
-    // resourceVersions are opaque, but etcd's are increasing integers: a later one means the
-    // cache has our write and more.
-    const bool seen = cached.empty() || cached == it->second.resource_version ||
-                      (absl::SimpleAtoi(cached, &have) &&
-                       absl::SimpleAtoi(it->second.resource_version, &want) && have >= want);
-    if (seen || now - it->second.written >= options_.cache_lag_limit) {
-      it = pending_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  return pending_.empty();
 }
 
 UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
@@ -226,7 +209,8 @@ absl::StatusOr<kube::Result> UpgradeController::Reconcile() {
   const absl::Time now = clock_.Now();
   {
     absl::MutexLock lock(&mu_);
-    if (!CacheCaughtUp(now)) return kube::Result{.requeue_after = absl::Seconds(1)};
+    if (!writes_.CaughtUp(cache_.nodes().store(), now))
+      return kube::Result{.requeue_after = absl::Seconds(1)};
   }
   std::vector<std::string> errors;
   const UpgradeSnapshot snapshot = BuildSnapshot(policy->spec, errors);
@@ -254,7 +238,7 @@ absl::StatusOr<kube::Result> UpgradeController::Reconcile() {
       }
     }
     absl::MutexLock lock(&mu_);
-    if (done->patched) pending_[p.node] = {done->resource_version, now};
+    if (done->patched) writes_.Record(p.node, done->resource_version, now);
     if (p.action == Action::kDeleteDriverPod && done->problems.empty()) {
       deleted_driver_pods_.insert(p.pods.front().name);
     }

@@ -18,6 +18,7 @@
 #include "kube/events/event_recorder.h"
 #include "metrics/registry.h"
 #include "operator/cache/cache.h"
+#include "operator/cache/write_tracker.h"
 #include "operator/upgrade/executor.h"
 #include "operator/upgrade/planner.h"
 #include "operator/upgrade/revisions.h"
@@ -100,16 +101,10 @@ class UpgradeController {
 
  private:
   struct Metrics;
-  struct PendingWrite {
-    std::string resource_version;
-    absl::Time written;
-  };
 
   // The planner's input from the cache, plus a List of pods for the nodes that need them.
   // What could not be read is appended to `errors`.
   UpgradeSnapshot BuildSnapshot(const PolicySpec& policy, std::vector<std::string>& errors);
-  // Whether the cache shows every Node write of earlier passes (or they are too old to wait for).
-  bool CacheCaughtUp(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Publish(const UpgradePlan& plan);
 
   kube::Client& client_;
@@ -123,7 +118,7 @@ class UpgradeController {
 
   // Reconcile() runs one at a time; this guards what passes share.
   mutable absl::Mutex mu_;
-  std::map<std::string, PendingWrite> pending_ ABSL_GUARDED_BY(mu_);  // by node
+  WriteTracker writes_ ABSL_GUARDED_BY(mu_);
   // Outdated driver pods deleted and not yet gone from the cache: not deleted again.
   std::set<std::string> deleted_driver_pods_ ABSL_GUARDED_BY(mu_);
   UpgradeStatus status_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,5 @@
-#ifndef GPUOP_OPERATOR_NODES_WRITE_TRACKER_H_
-#define GPUOP_OPERATOR_NODES_WRITE_TRACKER_H_
+#ifndef GPUOP_OPERATOR_CACHE_WRITE_TRACKER_H_
+#define GPUOP_OPERATOR_CACHE_WRITE_TRACKER_H_
 
 #include <map>
 #include <string>
@@ -35,4 +35,4 @@ class WriteTracker {
 
 }  // namespace gpuop::op
 
-#endif  // GPUOP_OPERATOR_NODES_WRITE_TRACKER_H_
+#endif  // GPUOP_OPERATOR_CACHE_WRITE_TRACKER_H_

@@ -1,4 +1,4 @@
-#include "operator/nodes/write_tracker.h"
+#include "operator/cache/write_tracker.h"
 
 #include <cstdint>
 
