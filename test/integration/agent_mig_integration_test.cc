@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent/mig/mig_manager.h"
 #include "agent/mig/mig_node.h"
-#include "test/fakes/nvml/fake_machine.h"
 #include "common/files.h"
 #include "kube/events/event_recorder.h"
 #include "kube/types/json_fields.h"
 #include "test/cluster/test_api.h"
 #include "test/fakes/node_objects.h"
+#include "test/fakes/nvml/fake_machine.h"
 #include "test/integration/kube_test_util.h"
 
 namespace gpuop::test {
