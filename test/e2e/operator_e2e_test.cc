@@ -299,7 +299,8 @@ void OperatorE2eTest::Converge() {
   // The CPU node is left alone: none of the operator's labels, no GPUNode, no operand pod.
   absl::StatusOr<Json> cpu = client_->Get(resources::kNodes, "", cpu_node_);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  for (const auto& [key, value] : (*cpu)["metadata"].value("labels", Json::object()).items()) {
+  const Json cpu_labels = (*cpu)["metadata"].value("labels", Json::object());
+  for (const auto& [key, value] : cpu_labels.items()) {
     EXPECT_FALSE(absl::StartsWith(key, "gpuop.io/")) << key << "=" << value;
   }
   EXPECT_EQ(client_->Get(kGpuNodes, "", cpu_node_).status().code(), absl::StatusCode::kNotFound);
