@@ -160,7 +160,10 @@ class OperatorE2eTest : public ::testing::Test {
         client_->List(resources::kNodes, "", {.label_selector = "e2e.gpuop.io/run=" + run_});
     if (!list.ok()) return list.status();
     std::map<std::string, Json> out;
-    for (Json& node : list->items) out[Name(node)] = std::move(node);
+    for (Json& node : list->items) {
+      const std::string name = Name(node);
+      out[name] = std::move(node);
+    }
     return out;
   }
 
