@@ -32,8 +32,9 @@ OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
       [](const kube::Json& object) -> absl::StatusOr<NodeEntry> {
         absl::StatusOr<kube::Node> node = kube::ParseNode(object);
         if (!node.ok()) return node.status();
-        return NodeEntry{.node = *std::move(node),
-                         .owned_labels = OwnedLabelKeys(object, kFieldManager)};
+        std::vector<std::string> owned = OwnedLabelKeys(object, kFieldManager);
+        std::erase_if(owned, [](const std::string& key) { return !IsNodeLabellingKey(key); });
+        return NodeEntry{.node = *std::move(node), .owned_labels = std::move(owned)};
       });
   nodes_->AddIndex("gpu", [](const NodeEntry& e) {
     return IsGpuNode(e.node) ? std::vector<std::string>{"true"} : std::vector<std::string>{};

@@ -21,7 +21,8 @@ namespace gpuop::op {
 
 struct NodeEntry {
   kube::Node node;
-  // Label keys the operator's field manager owns (from managedFields).
+  // Node labelling's keys (IsNodeLabellingKey) the operator's field manager owns, from
+  // managedFields. Not the upgrade and remediation state labels, which it owns too.
   std::vector<std::string> owned_labels;
 };
 

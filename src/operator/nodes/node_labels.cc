@@ -122,6 +122,11 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   return change;
 }
 
+bool IsNodeLabellingKey(absl::string_view key) {
+  return key == kManagedLabel || absl::StartsWith(key, kDeployLabelPrefix) ||
+         key == kDriverPoolLabel || key == kDevicePluginConfigLabel || key == kMigConfigLabel;
+}
+
 std::vector<std::string> OwnedLabelKeys(const nlohmann::json& object, const std::string& manager) {
   std::vector<std::string> keys;
   const nlohmann::json& meta = object.value("metadata", nlohmann::json::object());

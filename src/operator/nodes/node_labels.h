@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "kube/types/node.h"
 #include "operator/api/node_pool.h"
 #include "operator/api/policy.h"
@@ -61,6 +62,12 @@ struct NodeLabelChange {
 // key that is no longer desired makes the change needed (applying without it removes it).
 NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std::string>& owned,
                                   const PolicySpec* policy, const NodePool* pool, bool conflicted);
+
+// Whether DesiredNodeLabels decides `key`: gpuop.io/managed, gpuop.io/deploy.<component> and the
+// pool-derived labels. The operator writes other labels as the same field manager (the upgrade
+// and remediation state labels); they belong to their controllers, and node labelling must
+// neither count them as its own nor drop them.
+bool IsNodeLabellingKey(absl::string_view key);
 
 // The label keys `manager` owns in an object's metadata.managedFields.
 std::vector<std::string> OwnedLabelKeys(const nlohmann::json& object, const std::string& manager);

@@ -147,5 +147,19 @@ TEST(NodeLabelsTest, OwnedKeysComeFromManagedFields) {
               ::testing::ElementsAre("gpuop.io/deploy.cdi", "gpuop.io/managed"));
 }
 
+// Regression: the operator writes the upgrade and remediation state labels as the same field
+// manager; node labelling took them for its own and removed them on the next reconcile, so an
+// upgrade restarted from "unknown" over and over (and remediation forgot where it was).
+TEST(NodeLabelsTest, StateLabelsAreNotNodeLabellingKeys) {
+  for (const char* key : {"gpuop.io/managed", "gpuop.io/deploy.driver", "gpuop.io/driver.pool",
+                          "nvidia.com/device-plugin.config", "nvidia.com/mig.config"}) {
+    EXPECT_TRUE(IsNodeLabellingKey(key)) << key;
+  }
+  for (const char* key : {"gpuop.io/driver-upgrade-state", "gpuop.io/remediation-state",
+                          "gpuop.io/gpu.present", "nvidia.com/gpu.product"}) {
+    EXPECT_FALSE(IsNodeLabellingKey(key)) << key;
+  }
+}
+
 }  // namespace
 }  // namespace gpuop::op
