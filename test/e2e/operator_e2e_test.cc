@@ -31,6 +31,7 @@ namespace gpuop::test {
 namespace {
 
 using kube::Json;
+using ::testing::Contains;
 using ::testing::IsEmpty;
 namespace resources = kube::resources;
 
@@ -57,7 +58,7 @@ constexpr char kManaged[] = "gpuop.io/managed";
 constexpr char kUpgradeState[] = "gpuop.io/driver-upgrade-state";
 constexpr char kUpgradeDone[] = "upgrade-done";
 constexpr char kUpgradeFailed[] = "upgrade-failed";
-constexpr char kCordonedBefore[] = "gpuop.io/cordoned-before";
+constexpr char kUpgradeMessage[] = "gpuop.io/driver-upgrade-message";
 constexpr char kRemediationState[] = "gpuop.io/remediation-state";
 constexpr char kRemediationStep[] = "gpuop.io/remediation-step";
 constexpr char kRemediationSince[] = "gpuop.io/remediation-since";
@@ -334,7 +335,9 @@ void OperatorE2eTest::Converge() {
 void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   // A workload that does not use GPUs, so the upgrade drains it (through the eviction API)
   // rather than deleting it, one pod per node, and a budget that lets only one go at a time.
-  const Json deployment = Json::parse(R"json({
+  // Its pods start on the first nodes the upgrade takes (in name order), which are drained
+  // together: the budget must hold two of them back.
+  Json deployment = Json::parse(R"json({
     "apiVersion": "apps/v1", "kind": "Deployment",
     "metadata": {"name": "trainer"},
     "spec": {
@@ -352,6 +355,14 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
         }
       }
     }})json");
+  const std::vector<std::string> first_batch(gpu_nodes_.begin(),
+                                              gpu_nodes_.begin() + kTrainerReplicas);
+  deployment["spec"]["template"]["spec"]["affinity"]["nodeAffinity"] = {
+      {"preferredDuringSchedulingIgnoredDuringExecution",
+       {{{"weight", 100},
+         {"preference",
+          {{"matchExpressions",
+            {{{"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", first_batch}}}}}}}}}};
   ASSERT_TRUE(client_->Create(resources::kDeployments, apps_, deployment).ok());
   const Json budget = Json::parse(R"json({
     "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -371,6 +382,11 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
                                    return "";
                                  });
   ASSERT_TRUE(ready.ok()) << ready;
+  absl::StatusOr<std::vector<Json>> placed = TrainerPods();
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  for (const Json& pod : *placed) {
+    ASSERT_THAT(first_batch, Contains(pod["spec"].value("nodeName", ""))) << Name(pod);
+  }
 
   // A person cordoned a node for reasons of their own: it is upgraded, and stays cordoned.
   precordoned_ = gpu_nodes_[4];
@@ -390,6 +406,8 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   // Watch every node's upgrade state until all 20 run the new driver. Once one node has
   // finished and others are still on their way, the operator is killed and a new one started.
   int most_in_progress = 0;
+  int fewest_trainers = kTrainerReplicas;
+  std::set<std::string> held_back;  // nodes whose drain the budget blocked
   std::string most_in_progress_seen;
   std::set<std::string> failed;
   bool killed = false;
@@ -405,7 +423,16 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
           const std::string state = LabelOf((*nodes)[name], kUpgradeState);
           if (UpgradeInProgress(state)) in_progress.push_back(name + "=" + state);
           if (state == kUpgradeFailed) failed.insert(name);
+          if (absl::StrContains(AnnotationOf((*nodes)[name], kUpgradeMessage),
+                                "PodDisruptionBudget")) {
+            held_back.insert(name);
+          }
         }
+        absl::StatusOr<std::vector<Json>> trainers = TrainerPods();
+        if (!trainers.ok()) return trainers.status();
+        const int running = static_cast<int>(
+            std::count_if(trainers->begin(), trainers->end(), PodRunningAndReady));
+        fewest_trainers = std::min(fewest_trainers, running);
         if (static_cast<int>(in_progress.size()) > most_in_progress) {
           most_in_progress = static_cast<int>(in_progress.size());
           most_in_progress_seen = absl::StrJoin(in_progress, ", ");
@@ -452,8 +479,12 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   EXPECT_LE(most_in_progress, kMaxParallel) << "at once: " << most_in_progress_seen;
   EXPECT_GE(most_in_progress, 1);
   EXPECT_THAT(failed, IsEmpty());
+  EXPECT_GE(fewest_trainers, kTrainerReplicas - 1) << "the budget allows one trainer down";
+  EXPECT_THAT(held_back, ::testing::Not(IsEmpty())) << "the budget never held a drain back";
   std::cout << "[e2e] operator killed with " << killed_when << "\n[e2e] most nodes in progress at "
-            << "once: " << most_in_progress << " (" << most_in_progress_seen << ")\n";
+            << "once: " << most_in_progress << " (" << most_in_progress_seen << ")\n"
+            << "[e2e] drains held back by the budget: " << absl::StrJoin(held_back, ", ")
+            << "; fewest trainers running: " << fewest_trainers << "\n";
 
   // The new operator finished the job: the nodes are back in service, except the one a person
   // had cordoned, and the workload is whole again.
