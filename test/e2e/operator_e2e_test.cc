@@ -9,6 +9,7 @@
 //   3. An XID on a node whose real gpuop-agent health process reads the fake NVML: the operator
 //      taints, drains, restarts the driver, waits for the GPU to recover, and returns the node.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -128,7 +129,7 @@ class OperatorE2eTest : public ::testing::Test {
       const absl::Status stopped = child->Stop();
       EXPECT_TRUE(stopped.ok()) << stopped;
     }
-    if (HasFailure()) {
+    if (HasFailure() || std::getenv("GPUOP_E2E_KEEP_LOGS") != nullptr) {
       for (ChildProcess* child : children) {
         if (child == nullptr) continue;
         std::cerr << "---- " << child->log().string() << " (" << child->DescribeExit()
