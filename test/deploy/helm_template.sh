@@ -21,11 +21,11 @@ doc() {
 }
 # has KIND TEXT / lacks KIND TEXT: whether a KIND document contains the line TEXT (trimmed).
 has() {
-  doc "$1" | sed 's/^ *//' | grep -qxF -- "$2" ||
+  doc "$1" | sed 's/^ *//' | grep -xF -- "$2" >/dev/null ||
     fail "$1 lacks '$2' (helm template ${args[*]}):\n$(doc "$1")"
 }
 lacks() {
-  if doc "$1" | grep -qF -- "$2"; then
+  if doc "$1" | grep -F -- "$2" >/dev/null; then
     fail "$1 has '$2' (helm template ${args[*]}):\n$(doc "$1")"
   fi
 }
@@ -56,7 +56,7 @@ for kind in ClusterRole Role; do
   bad=$(doc "$kind" | grep -E '^ *(verbs|resources|apiGroups):' |
     grep -wE 'secrets|escalate|bind|impersonate|\*' || true)
   [[ -z $bad ]] || fail "$kind grants too much:\n$bad"
-  doc "$kind" | grep -qE '^ *verbs:.*\bget\b' || fail "$kind has no rules the check above could see"
+  doc "$kind" | grep -E '^ *verbs:.*\bget\b' >/dev/null || fail "$kind has no rules the check above could see"
 done
 verbs=$(doc ClusterRole | grep -A3 -- '- apiGroups: \[""\]' | grep -A2 'resources: \[nodes\]' |
   sed -n 's/^ *verbs: //p')

@@ -1,6 +1,8 @@
 # Shared by the deploy tests: where the repository and the tools are, and how to fail.
 # Sourced with the repository root as $1 of the test script (ctest passes it).
 set -euo pipefail
+# (No `grep -q` after a pipe: it exits at the first match and, under pipefail, the writer's
+# SIGPIPE would fail the pipeline at random.)
 
 root=${1:?usage: $0 REPO_ROOT [...]}
 chart=$root/deploy/helm/gpuop
