@@ -70,9 +70,8 @@ constexpr char kRemediationTaint[] = "gpuop.io/remediation";
 // The upgrade states in which a node holds one of the maxParallel slots.
 bool UpgradeInProgress(const std::string& state) {
   static const std::set<std::string> kInProgress = {
-      "cordon-required",       "wait-for-jobs-required", "pod-deletion-required",
-      "drain-required",        "pod-restart-required",   "validation-required",
-      "uncordon-required"};
+      "cordon-required",      "wait-for-jobs-required", "pod-deletion-required", "drain-required",
+      "pod-restart-required", "validation-required",    "uncordon-required"};
   return kInProgress.contains(state);
 }
 
@@ -91,12 +90,11 @@ class OperatorE2eTest : public ::testing::Test {
     ns_ = run_ + "-system";
     apps_ = run_ + "-apps";
     for (const std::string& ns : {ns_, apps_}) {
-      ASSERT_TRUE(client_
-                      ->Create(resources::kNamespaces, "",
-                               {{"apiVersion", "v1"},
-                                {"kind", "Namespace"},
-                                {"metadata", {{"name", ns}}}})
-                      .ok());
+      ASSERT_TRUE(
+          client_
+              ->Create(resources::kNamespaces, "",
+                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+              .ok());
     }
     for (int i = 0; i < kGpuNodeCount; ++i) {
       gpu_nodes_.push_back(absl::StrFormat("%s-gpu-%02d", run_, i));
@@ -105,20 +103,19 @@ class OperatorE2eTest : public ::testing::Test {
       ASSERT_TRUE(client_->Create(resources::kNodes, "", node).ok()) << gpu_nodes_.back();
     }
     cpu_node_ = run_ + "-cpu";
-    const Json cpu = {
-        {"apiVersion", "v1"},
-        {"kind", "Node"},
-        {"metadata",
-         {{"name", cpu_node_},
-          {"annotations", {{"kwok.x-k8s.io/node", "fake"}}},
-          {"labels",
-           {{"kubernetes.io/os", "linux"},
-            {"kubernetes.io/hostname", cpu_node_},
-            {"type", "kwok"},
-            {"e2e.gpuop.io/run", run_}}}}},
-        {"status",
-         {{"capacity", {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}}},
-          {"allocatable", {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}}}}}};
+    const Json cpu = {{"apiVersion", "v1"},
+                      {"kind", "Node"},
+                      {"metadata",
+                       {{"name", cpu_node_},
+                        {"annotations", {{"kwok.x-k8s.io/node", "fake"}}},
+                        {"labels",
+                         {{"kubernetes.io/os", "linux"},
+                          {"kubernetes.io/hostname", cpu_node_},
+                          {"type", "kwok"},
+                          {"e2e.gpuop.io/run", run_}}}}},
+                      {"status",
+                       {{"capacity", {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}}},
+                        {"allocatable", {{"cpu", "64"}, {"memory", "512Gi"}, {"pods", "110"}}}}}};
     ASSERT_TRUE(client_->Create(resources::kNodes, "", cpu).ok());
   }
 
@@ -143,17 +140,20 @@ class OperatorE2eTest : public ::testing::Test {
     }
     if (client_ == nullptr) return;
     (void)client_->Delete(kPolicies, "", "default");
-    for (const std::string& ns : {apps_, ns_}) (void)client_->Delete(resources::kNamespaces, "", ns);
+    for (const std::string& ns : {apps_, ns_}) {
+      (void)client_->Delete(resources::kNamespaces, "", ns);
+    }
     for (const std::string& node : gpu_nodes_) (void)client_->Delete(resources::kNodes, "", node);
     if (!cpu_node_.empty()) (void)client_->Delete(resources::kNodes, "", cpu_node_);
   }
 
   // Starts an operator process as `identity` into operator_ (the previous one must be gone).
   void StartOperator(const std::string& identity) {
-    absl::StatusOr<std::unique_ptr<ChildProcess>> started = ChildProcess::Start(
-        {GPUOP_OPERATOR_BINARY, "run", "--kubeconfig", ClusterEnvironment::Get().kubeconfig().string(),
-         "--namespace", ns_, "--listen", "127.0.0.1:0", "--leader-elect", "--identity", identity},
-        {}, work_dir_ / absl::StrCat("operator-", identity, ".log"));
+    absl::StatusOr<std::unique_ptr<ChildProcess>> started =
+        ChildProcess::Start({GPUOP_OPERATOR_BINARY, "run", "--kubeconfig",
+                             ClusterEnvironment::Get().kubeconfig().string(), "--namespace", ns_,
+                             "--listen", "127.0.0.1:0", "--leader-elect", "--identity", identity},
+                            {}, work_dir_ / absl::StrCat("operator-", identity, ".log"));
     ASSERT_TRUE(started.ok()) << started.status();
     operator_ = *std::move(started);
   }
@@ -179,8 +179,8 @@ class OperatorE2eTest : public ::testing::Test {
     for (Json& pod : list->items) {
       bool owned = false;
       for (const Json& owner : pod["metadata"].value("ownerReferences", Json::array())) {
-        owned = owned || (owner.value("kind", "") == "DaemonSet" &&
-                          owner.value("name", "") == daemon_set);
+        owned = owned ||
+                (owner.value("kind", "") == "DaemonSet" && owner.value("name", "") == daemon_set);
       }
       const std::string node = pod["spec"].value("nodeName", "");
       if (owned && !node.empty()) out[node] = std::move(pod);
@@ -326,8 +326,7 @@ void OperatorE2eTest::Converge() {
     EXPECT_EQ(ds["status"].value("desiredNumberScheduled", 0), kGpuNodeCount) << Name(ds);
     EXPECT_EQ(ds["status"].value("numberReady", 0), kGpuNodeCount) << Name(ds);
     if (Name(ds) == "gpuop-driver") {
-      const std::string image =
-          ds["spec"]["template"]["spec"]["containers"][0].value("image", "");
+      const std::string image = ds["spec"]["template"]["spec"]["containers"][0].value("image", "");
       EXPECT_THAT(image, ::testing::HasSubstr(kOldDriver));
     }
   }
@@ -359,7 +358,7 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
       }
     }})json");
   const std::vector<std::string> first_batch(gpu_nodes_.begin(),
-                                              gpu_nodes_.begin() + kTrainerReplicas);
+                                             gpu_nodes_.begin() + kTrainerReplicas);
   deployment["spec"]["template"]["spec"]["affinity"]["nodeAffinity"] = Json::parse(R"json({
     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
       {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In"}]}]}})json");
@@ -372,18 +371,17 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
     "metadata": {"name": "trainer"},
     "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "trainer"}}}})json");
   ASSERT_TRUE(client_->Create(resources::kPodDisruptionBudgets, apps_, budget).ok());
-  absl::Status ready = AwaitDone("the trainer and its budget", absl::Minutes(2),
-                                 [&]() -> absl::StatusOr<std::string> {
-                                   absl::StatusOr<std::string> trainer = TrainerNotReady();
-                                   if (!trainer.ok() || !trainer->empty()) return trainer;
-                                   absl::StatusOr<Json> pdb = client_->Get(
-                                       resources::kPodDisruptionBudgets, apps_, "trainer");
-                                   if (!pdb.ok()) return pdb.status();
-                                   if ((*pdb)["status"].value("disruptionsAllowed", -1) != 1) {
-                                     return "budget " + (*pdb)["status"].dump();
-                                   }
-                                   return "";
-                                 });
+  absl::Status ready = AwaitDone(
+      "the trainer and its budget", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<std::string> trainer = TrainerNotReady();
+        if (!trainer.ok() || !trainer->empty()) return trainer;
+        absl::StatusOr<Json> pdb = client_->Get(resources::kPodDisruptionBudgets, apps_, "trainer");
+        if (!pdb.ok()) return pdb.status();
+        if ((*pdb)["status"].value("disruptionsAllowed", -1) != 1) {
+          return "budget " + (*pdb)["status"].dump();
+        }
+        return "";
+      });
   ASSERT_TRUE(ready.ok()) << ready;
   absl::StatusOr<std::vector<Json>> placed = TrainerPods();
   ASSERT_TRUE(placed.ok()) << placed.status();
@@ -398,8 +396,7 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
                           {{"spec", {{"unschedulable", true}}}})
                   .ok());
 
-  absl::StatusOr<std::string> old_revision =
-      CurrentRevisionHash(*client_, ns_, "gpuop-driver");
+  absl::StatusOr<std::string> old_revision = CurrentRevisionHash(*client_, ns_, "gpuop-driver");
   ASSERT_TRUE(old_revision.ok()) << old_revision.status();
   ASSERT_TRUE(client_
                   ->Patch(kPolicies, "", "default", kube::PatchType::kMergePatch,
@@ -415,10 +412,11 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   std::set<std::string> failed;
   bool killed = false;
   std::string killed_when;
+  absl::Time killed_at, took_over_at, finished_at;
   bool finished_before_kill = false;
   std::string new_revision;
-  const absl::Status upgraded = AwaitDone(
-      "every node upgraded", absl::Minutes(15), [&]() -> absl::StatusOr<std::string> {
+  const absl::Status upgraded =
+      AwaitDone("every node upgraded", absl::Minutes(15), [&]() -> absl::StatusOr<std::string> {
         absl::StatusOr<std::map<std::string, Json>> nodes = Nodes();
         if (!nodes.ok()) return nodes.status();
         std::vector<std::string> in_progress;
@@ -433,8 +431,8 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
         }
         absl::StatusOr<std::vector<Json>> trainers = TrainerPods();
         if (!trainers.ok()) return trainers.status();
-        const int running = static_cast<int>(
-            std::count_if(trainers->begin(), trainers->end(), PodRunningAndReady));
+        const int running =
+            static_cast<int>(std::count_if(trainers->begin(), trainers->end(), PodRunningAndReady));
         fewest_trainers = std::min(fewest_trainers, running);
         if (static_cast<int>(in_progress.size()) > most_in_progress) {
           most_in_progress = static_cast<int>(in_progress.size());
@@ -462,18 +460,26 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
           const absl::Status kill = operator_->Kill();
           if (!kill.ok()) return kill;
           killed = true;
-          killed_when = absl::StrCat(done, " of ", kGpuNodeCount, " upgraded; in progress: ",
-                                     absl::StrJoin(in_progress, ", "));
+          killed_at = absl::Now();
+          killed_when = absl::StrCat(done, " of ", kGpuNodeCount,
+                                     " upgraded; in progress: ", absl::StrJoin(in_progress, ", "));
           killed_operator_ = std::move(operator_);
           StartOperator("e2e-operator-b");
           if (operator_ == nullptr) return absl::InternalError("the second operator did not start");
         }
+        if (killed && took_over_at == absl::Time()) {
+          absl::StatusOr<Json> lease = client_->Get(resources::kLeases, ns_, "gpuop-operator");
+          if (lease.ok() && (*lease)["spec"].value("holderIdentity", "") == "e2e-operator-b") {
+            took_over_at = absl::Now();
+          }
+        }
         if (waiting.empty()) {
           finished_before_kill = !killed;
+          finished_at = absl::Now();
           return "";
         }
-        return absl::StrCat(done, " of ", kGpuNodeCount, " upgraded; in progress: ",
-                            absl::StrJoin(in_progress, ", "));
+        return absl::StrCat(done, " of ", kGpuNodeCount,
+                            " upgraded; in progress: ", absl::StrJoin(in_progress, ", "));
       });
   ASSERT_TRUE(upgraded.ok()) << upgraded;
   ASSERT_FALSE(finished_before_kill) << "the upgrade was never seen mid-way, so never interrupted";
@@ -488,7 +494,10 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   std::cout << "[e2e] operator killed with " << killed_when << "\n[e2e] most nodes in progress at "
             << "once: " << most_in_progress << " (" << most_in_progress_seen << ")\n"
             << "[e2e] drains held back by the budget: " << absl::StrJoin(held_back, ", ")
-            << "; fewest trainers running: " << fewest_trainers << "\n";
+            << "; fewest trainers running: " << fewest_trainers << "\n"
+            << "[e2e] after the kill: the new operator led in "
+            << absl::FormatDuration(took_over_at - killed_at) << ", the upgrade finished in "
+            << absl::FormatDuration(finished_at - killed_at) << "\n";
 
   // The new operator finished the job: the nodes are back in service, except the one a person
   // had cordoned, and the workload is whole again.
@@ -568,8 +577,7 @@ void OperatorE2eTest::RemediateAnXid() {
       {GPUOP_AGENT_BINARY, "health", "--node-name", node, "--kubeconfig",
        ClusterEnvironment::Get().kubeconfig().string(), "--nvml-library", GPUOP_FAKE_NVML_LIBRARY,
        "--sysfs-root", (work_dir_ / "no-sysfs").string(), "--health-file",
-       (work_dir_ / "gpu-health.json").string(), "--recover-after", "6", "--sample-interval",
-       "2"},
+       (work_dir_ / "gpu-health.json").string(), "--recover-after", "6", "--sample-interval", "2"},
       {"GPUOP_FAKE_NVML_SCENARIO=h100-8x-nvswitch",
        absl::StrCat("GPUOP_FAKE_NVML_CONTROL=", control.string())},
       work_dir_ / "agent-health.log");
@@ -580,13 +588,12 @@ void OperatorE2eTest::RemediateAnXid() {
     if (!got.ok()) return got.status();
     return ConditionStatus(*got, "GPUHealthy");
   };
-  absl::Status healthy =
-      AwaitDone("GPUHealthy=True from the agent", absl::Minutes(1),
-                [&]() -> absl::StatusOr<std::string> {
-                  absl::StatusOr<std::string> status = gpu_healthy();
-                  if (!status.ok()) return status.status();
-                  return *status == "True" ? "" : "GPUHealthy is '" + *status + "'";
-                });
+  absl::Status healthy = AwaitDone(
+      "GPUHealthy=True from the agent", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<std::string> status = gpu_healthy();
+        if (!status.ok()) return status.status();
+        return *status == "True" ? "" : "GPUHealthy is '" + *status + "'";
+      });
   ASSERT_TRUE(healthy.ok()) << healthy;
 
   // XID 79 (fallen off the bus) on GPU 3, repeated every 2 s so that the GPU stays unhealthy
@@ -596,8 +603,8 @@ void OperatorE2eTest::RemediateAnXid() {
   std::optional<absl::Time> validate_seen;
   bool saw_unhealthy = false, saw_taint = false, saw_in_progress = false;
   std::vector<std::string> violations;
-  const absl::Status remediated = AwaitDone(
-      "the node remediated", absl::Minutes(5), [&]() -> absl::StatusOr<std::string> {
+  const absl::Status remediated =
+      AwaitDone("the node remediated", absl::Minutes(5), [&]() -> absl::StatusOr<std::string> {
         const absl::Time now = absl::Now();
         const bool keep_failing =
             !validate_seen.has_value() || now - *validate_seen < absl::Seconds(6);
@@ -621,8 +628,8 @@ void OperatorE2eTest::RemediateAnXid() {
         }
         // While the GPU is unhealthy the node must not go back to service.
         if (saw_taint && health == "False" && (!tainted || state == "done")) {
-          violations.push_back(absl::StrCat("state=", state, " step=", step,
-                                            " tainted=", tainted, " with GPUHealthy=False"));
+          violations.push_back(absl::StrCat("state=", state, " step=", step, " tainted=", tainted,
+                                            " with GPUHealthy=False"));
         }
         if (state == "done" && !tainted && health == "True" && validate_seen.has_value()) {
           return "";
@@ -648,20 +655,19 @@ void OperatorE2eTest::RemediateAnXid() {
   EXPECT_FALSE(AnnotationOf(*got, kRemediationMessage).empty());
   EXPECT_FALSE(Cordoned(*got));
   // And as the node's GPUNode shows it.
-  const absl::Status reported =
-      AwaitDone("the GPUNode reports the remediation", absl::Minutes(1),
-                [&]() -> absl::StatusOr<std::string> {
-                  absl::StatusOr<Json> g = client_->Get(kGpuNodes, "", node);
-                  if (!g.ok()) return g.status();
-                  const Json status = g->value("status", Json::object());
-                  const Json remediation = status.value("remediation", Json::object());
-                  if (remediation.value("state", "") == "done" &&
-                      remediation.value("attempts", 0) == 1 &&
-                      status.value("health", Json::object()).value("state", "") == "Healthy") {
-                    return "";
-                  }
-                  return "GPUNode status " + status.dump();
-                });
+  const absl::Status reported = AwaitDone(
+      "the GPUNode reports the remediation", absl::Minutes(1),
+      [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<Json> g = client_->Get(kGpuNodes, "", node);
+        if (!g.ok()) return g.status();
+        const Json status = g->value("status", Json::object());
+        const Json remediation = status.value("remediation", Json::object());
+        if (remediation.value("state", "") == "done" && remediation.value("attempts", 0) == 1 &&
+            status.value("health", Json::object()).value("state", "") == "Healthy") {
+          return "";
+        }
+        return "GPUNode status " + status.dump();
+      });
   EXPECT_TRUE(reported.ok()) << reported;
 
   // The driver was restarted (a new pod), the trainer pod was drained and is whole elsewhere.
@@ -672,14 +678,14 @@ void OperatorE2eTest::RemediateAnXid() {
   EXPECT_TRUE(PodRunningAndReady((*driver_pods)[node]));
   EXPECT_EQ(client_->Get(resources::kPods, apps_, trainer_pod).status().code(),
             absl::StatusCode::kNotFound);
-  const absl::Status whole = AwaitDone("the trainer whole again", absl::Minutes(2),
-                                       [&] { return TrainerNotReady(); });
+  const absl::Status whole =
+      AwaitDone("the trainer whole again", absl::Minutes(2), [&] { return TrainerNotReady(); });
   EXPECT_TRUE(whole.ok()) << whole;
 
   // The operator told the story in Events on the Node.
   std::vector<std::string> reasons;
-  const absl::Status told = AwaitDone(
-      "remediation Events", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
+  const absl::Status told =
+      AwaitDone("remediation Events", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
         absl::StatusOr<kube::ObjectList> events = client_->ListAll(resources::kEventsV1, "");
         if (!events.ok()) return events.status();
         std::vector<std::pair<std::string, std::string>> timed;

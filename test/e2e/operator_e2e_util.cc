@@ -19,8 +19,10 @@ namespace {
 // Above the control plane's components, so an interrupted run stops these first.
 constexpr int kInterruptRank = 100;
 
-const kube::ResourceType kControllerRevisions = {
-    .group = "apps", .version = "v1", .plural = "controllerrevisions", .kind = "ControllerRevision"};
+const kube::ResourceType kControllerRevisions = {.group = "apps",
+                                                 .version = "v1",
+                                                 .plural = "controllerrevisions",
+                                                 .kind = "ControllerRevision"};
 
 const Json& Field(const Json& object, const char* a, const char* b) {
   static const Json kEmpty = Json::object();
