@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/exporter/fake_node.h"
+#include "bench/proc.h"
 #include "common/process.h"
 #include "test/cluster/control_plane.h"
 #include "test/cluster/test_api.h"
@@ -31,37 +32,6 @@ namespace gpuop::bench {
 namespace {
 
 using agent::exporter::testing::FakeNode;
-
-std::string ReadAll(const std::filesystem::path& path) {
-  std::stringstream out;
-  out << std::ifstream(path).rdbuf();
-  return out.str();
-}
-
-// A "Field:   123 kB" value of a /proc file, in KiB.
-int64_t KibField(const std::string& text, absl::string_view field) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::ConsumePrefix(&line, field) || !absl::ConsumePrefix(&line, ":")) continue;
-    int64_t kib = 0;
-    if (absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
-      return kib;
-    }
-  }
-  return 0;
-}
-
-// CPU time of every thread of `pid` from the scheduler's nanosecond accounting.
-double CpuSeconds(pid_t pid) {
-  double total = 0;
-  std::error_code ec;
-  for (const auto& task :
-       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
-    const std::string schedstat = ReadAll(task.path() / "schedstat");
-    int64_t ns = 0;
-    if (absl::SimpleAtoi(schedstat.substr(0, schedstat.find(' ')), &ns)) total += ns / 1e9;
-  }
-  return total;
-}
 
 struct Module {
   std::string name;
@@ -85,21 +55,11 @@ int Run(int pods, int settle_seconds, int idle_seconds) {
     return 1;
   }
 
-  // Whole GPUs for the first 8 pods, time-sliced replicas beyond.
-  const int replicas = std::max(1, (pods + 7) / 8);
-  const std::string sharing = replicas == 1 ? ""
-                                            : absl::StrCat(
-                                                  "sharing:\n  timeSlicing:\n    resources:\n"
-                                                  "    - name: nvidia.com/gpu\n      replicas: ",
-                                                  replicas, "\n");
-  auto node = FakeNode::Start(
-      {.scenario = "h100-8x-nvswitch", .plugin_config = sharing, .devices = 8 * replicas});
+  const int replicas = FakeNode::ReplicasForPods(pods);
+  auto node = FakeNode::StartWithPods(pods);
   if (!node.ok()) {
     std::fprintf(stderr, "fake node: %s\n", node.status().ToString().c_str());
     return 1;
-  }
-  for (int i = 0; i < pods; ++i) {
-    if (!(*node)->Allocate("bench", absl::StrCat("pod-", i), "nvidia.com/gpu").ok()) return 1;
   }
 
   const std::filesystem::path dir = (*node)->dir();
@@ -154,8 +114,8 @@ int Run(int pods, int settle_seconds, int idle_seconds) {
   double rss = 0, anon = 0, pss = 0, cpu = 0;
   for (Module& m : modules) {
     const pid_t pid = m.process->pid();
-    const std::string status = ReadAll(absl::StrCat("/proc/", pid, "/status"));
-    const std::string rollup = ReadAll(absl::StrCat("/proc/", pid, "/smaps_rollup"));
+    const std::string status = ReadFile(absl::StrCat("/proc/", pid, "/status"));
+    const std::string rollup = ReadFile(absl::StrCat("/proc/", pid, "/smaps_rollup"));
     if (status.empty()) {
       std::printf("%-14s exited early; see %s\n", m.name.c_str(),
                   (dir / (m.name + ".log")).c_str());
@@ -175,7 +135,7 @@ int Run(int pods, int settle_seconds, int idle_seconds) {
   std::printf("%-14s %9.1f %9.1f %9.1f %9s %14.2f\n", "all modules", rss, anon, pss, "", cpu);
   std::printf("\nwhat each module said last:\n");
   for (Module& m : modules) {
-    const std::string log = ReadAll(dir / (m.name + ".log"));
+    const std::string log = ReadFile(dir / (m.name + ".log"));
     std::vector<absl::string_view> lines = absl::StrSplit(log, '\n', absl::SkipEmpty());
     std::printf("  %-13s %s\n", m.name.c_str(),
                 lines.empty() ? "(nothing)" : std::string(lines.back().substr(0, 110)).c_str());

@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "bench/proc.h"
 #include "common/process.h"
 #include "kube/transport/curl_http_client.h"
 #include "test/cluster/control_plane.h"
@@ -36,35 +37,6 @@
 
 namespace gpuop::bench {
 namespace {
-
-std::string ReadAll(const std::filesystem::path& path) {
-  std::stringstream out;
-  out << std::ifstream(path).rdbuf();
-  return out.str();
-}
-
-double StatusMib(pid_t pid, absl::string_view field) {
-  for (absl::string_view line :
-       absl::StrSplit(ReadAll(absl::StrCat("/proc/", pid, "/status")), '\n')) {
-    if (!absl::ConsumePrefix(&line, field) || !absl::ConsumePrefix(&line, ":")) continue;
-    int64_t kib = 0;
-    if (absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
-      return kib / 1024.0;
-    }
-  }
-  return 0;
-}
-
-double CpuSeconds(pid_t pid) {
-  const std::string stat = ReadAll(absl::StrCat("/proc/", pid, "/stat"));
-  std::vector<std::string> fields = absl::StrSplit(stat.substr(stat.rfind(')') + 2), ' ');
-  int64_t utime = 0, stime = 0;
-  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
-      !absl::SimpleAtoi(fields[12], &stime)) {
-    return 0;
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 nlohmann::json GpuNode(int i) {
   const std::string name = absl::StrCat("gpu-node-", i);

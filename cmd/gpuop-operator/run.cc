@@ -1,8 +1,11 @@
 // gpuop-operator run: the controllers, /metrics, /healthz and /readyz, until SIGTERM.
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include "cmd/gpuop-operator/commands.h"
@@ -72,6 +75,19 @@ void AddRunCommand(CLI::App& app) {
       ->capture_default_str();
   sub->callback([flags] {
     common::BlockTerminationSignals();
+    // Memory: few malloc arenas (the workers' allocations are short-lived JSON), and free pages
+    // handed back to the kernel periodically, so resident memory follows the live cache rather
+    // than the start-up peak of listing and writing thousands of objects.
+    mallopt(M_ARENA_MAX, 2);
+    std::jthread trimmer([](std::stop_token stop) {
+      std::mutex mu;
+      std::condition_variable_any wake;
+      std::unique_lock lock(mu);
+      while (!wake.wait_for(lock, stop, std::chrono::seconds(30), [] { return false; }) &&
+             !stop.stop_requested()) {
+        malloc_trim(0);
+      }
+    });
     common::LogFormat format = common::LogFormat::kText;
     common::ParseLogFormat(flags->log_format, format);
     common::SetLogFormat(format);

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "kube/client/client.h"
+#include "operator/api/resources.h"
 #include "test/cluster/cluster_environment.h"
 #include "test/e2e/operator_e2e_util.h"
 #include "test/fakes/node_objects.h"
@@ -37,16 +38,8 @@ using ::testing::Contains;
 using ::testing::IsEmpty;
 namespace resources = kube::resources;
 
-const kube::ResourceType kPolicies = {.group = "gpuop.io",
-                                      .version = "v1alpha1",
-                                      .plural = "gpuclusterpolicies",
-                                      .kind = "GPUClusterPolicy",
-                                      .namespaced = false};
-const kube::ResourceType kGpuNodes = {.group = "gpuop.io",
-                                      .version = "v1alpha1",
-                                      .plural = "gpunodes",
-                                      .kind = "GPUNode",
-                                      .namespaced = false};
+const kube::ResourceType& kPolicies = op::kGpuClusterPolicies;
+const kube::ResourceType& kGpuNodes = op::kGpuNodes;
 
 constexpr int kGpuNodeCount = 20;
 constexpr int kMaxParallel = 3;

@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent/mig/mig_manager.h"
 #include "agent/mig/mig_node.h"
-#include "agent/mig/mig_test_util.h"
 #include "common/files.h"
 #include "kube/events/event_recorder.h"
 #include "kube/types/json_fields.h"
 #include "test/cluster/test_api.h"
 #include "test/fakes/node_objects.h"
+#include "test/fakes/nvml/fake_machine.h"
 #include "test/integration/kube_test_util.h"
 
 namespace gpuop::test {
@@ -140,7 +140,7 @@ class AgentMigIntegrationTest : public ::testing::Test {
     EXPECT_FALSE(Meta("annotations").contains(mig::kPauseRecordAnnotation));
   }
 
-  mig::testing::FakeMachine machine_{"a100-8x-mig"};
+  fakes::FakeMachine machine_{"a100-8x-mig"};
   std::unique_ptr<kube::Client> client_;
   std::string ns_;
   std::string node_name_;

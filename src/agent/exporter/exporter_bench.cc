@@ -25,6 +25,7 @@
 #include "agent/exporter/exporter.h"
 #include "agent/exporter/fake_node.h"
 #include "agent/exporter/process_stats.h"
+#include "bench/proc.h"
 #include "common/process.h"
 #include "kube/transport/curl_http_client.h"
 
@@ -39,43 +40,11 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::stringstream out;
-  out << std::ifstream(path).rdbuf();
-  return out.str();
-}
-
-// CPU time of every thread of `pid`, from the scheduler's nanosecond accounting (the tick-based
-// counters in /proc/<pid>/stat are too coarse for a process this idle).
-double CpuSeconds(pid_t pid) {
-  double total = 0;
-  for (const auto& task :
-       std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"))) {
-    const std::string schedstat = ReadAll((task.path() / "schedstat").string());
-    int64_t ns = 0;
-    if (absl::SimpleAtoi(schedstat.substr(0, schedstat.find(' ')), &ns)) total += ns / 1e9;
-  }
-  return total;
-}
-
 ProcessStats StatsOf(pid_t pid) {
   const std::string dir = absl::StrCat("/proc/", pid, "/");
-  return ParseProcessStats(ReadAll(dir + "stat"), ReadAll(dir + "statm"), sysconf(_SC_PAGESIZE),
-                           sysconf(_SC_CLK_TCK))
+  return ParseProcessStats(bench::ReadFile(dir + "stat"), bench::ReadFile(dir + "statm"),
+                           sysconf(_SC_PAGESIZE), sysconf(_SC_CLK_TCK))
       .value_or(ProcessStats{});
-}
-
-// A field of /proc/<pid>/status in KiB ("VmHWM", "RssAnon").
-int64_t StatusKib(pid_t pid, absl::string_view field) {
-  for (absl::string_view line :
-       absl::StrSplit(ReadAll(absl::StrCat("/proc/", pid, "/status")), '\n')) {
-    if (!absl::ConsumePrefix(&line, field) || !absl::ConsumePrefix(&line, ":")) continue;
-    int64_t kib = 0;
-    if (absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line), " kB"), &kib)) {
-      return kib;
-    }
-  }
-  return 0;
 }
 
 // The child: an exporter alone, as the agent runs it.
@@ -94,21 +63,11 @@ int Serve(const std::string& socket, const std::string& port_file) {
 }
 
 int Run(int pods, int scrapes) {
-  // Whole GPUs up to 8 pods, time-sliced replicas beyond.
-  const int replicas = std::max(1, (pods + 7) / 8);
-  const std::string sharing = replicas == 1 ? ""
-                                            : absl::StrCat(
-                                                  "sharing:\n  timeSlicing:\n    resources:\n"
-                                                  "    - name: nvidia.com/gpu\n      replicas: ",
-                                                  replicas, "\n");
-  auto node = FakeNode::Start(
-      {.scenario = "h100-8x-nvswitch", .plugin_config = sharing, .devices = 8 * replicas});
+  const int replicas = FakeNode::ReplicasForPods(pods);
+  auto node = FakeNode::StartWithPods(pods);
   if (!node.ok()) {
     std::fprintf(stderr, "fake node: %s\n", node.status().ToString().c_str());
     return 1;
-  }
-  for (int i = 0; i < pods; ++i) {
-    if (!(*node)->Allocate("bench", absl::StrCat("pod-", i), "nvidia.com/gpu").ok()) return 1;
   }
 
   // In process: one cycle's CPU on the collecting thread (NVML calls, the PodResources call,
@@ -140,7 +99,7 @@ int Run(int pods, int scrapes) {
   int port = 0;
   for (int i = 0; i < 500 && port == 0; ++i) {
     absl::SleepFor(absl::Milliseconds(10));
-    absl::SimpleAtoi(ReadAll(port_file), &port);
+    absl::SimpleAtoi(bench::ReadFile(port_file), &port);
   }
   if (port == 0) return 1;
   auto client = *kube::CurlHttpClient::Create({});
@@ -148,24 +107,24 @@ int Run(int pods, int scrapes) {
   absl::SleepFor(absl::Seconds(3));
 
   constexpr absl::Duration kIdle = absl::Seconds(10);  // 10 cycles at 1 s
-  const double idle_start = CpuSeconds(child->pid());
+  const double idle_start = bench::CpuSeconds(child->pid());
   absl::SleepFor(kIdle);
   const double cpu_per_second =
-      (CpuSeconds(child->pid()) - idle_start) / absl::ToDoubleSeconds(kIdle);
+      (bench::CpuSeconds(child->pid()) - idle_start) / absl::ToDoubleSeconds(kIdle);
   std::printf(
       "exporter process, all threads %.2f ms CPU per second (1 s interval: one cycle, "
       "two event waits, gRPC timers)\n",
       cpu_per_second * 1e3);
 
   const absl::Time scrape_start = absl::Now();
-  const double before = CpuSeconds(child->pid());
+  const double before = bench::CpuSeconds(child->pid());
   size_t bytes = 0;
   for (int i = 0; i < scrapes; ++i) {
     auto response = client->Send({.url = url});
     if (!response.ok() || response->status != 200) return 1;
     bytes = response->body.size();
   }
-  const double after = CpuSeconds(child->pid());
+  const double after = bench::CpuSeconds(child->pid());
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - scrape_start);
   const double scrape_cpu = (after - before - cpu_per_second * elapsed) / scrapes;
   const ProcessStats memory = StatsOf(child->pid());
@@ -174,8 +133,8 @@ int Run(int pods, int scrapes) {
   std::printf(
       "exporter RSS                  %.1f MiB now (anonymous %.1f, files %.1f), "
       "%.1f MiB peak\n",
-      memory.resident_memory_bytes / (1 << 20), StatusKib(child->pid(), "RssAnon") / 1024.0,
-      StatusKib(child->pid(), "RssFile") / 1024.0, StatusKib(child->pid(), "VmHWM") / 1024.0);
+      memory.resident_memory_bytes / (1 << 20), bench::StatusMib(child->pid(), "RssAnon"),
+      bench::StatusMib(child->pid(), "RssFile"), bench::StatusMib(child->pid(), "VmHWM"));
   (void)child->Stop(absl::Seconds(5));
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 
@@ -32,6 +33,22 @@ absl::StatusOr<std::unique_ptr<FakeNode>> FakeNode::Start(const Options& options
   GPUOP_RETURN_IF_ERROR(node->agent_->Start());
   GPUOP_RETURN_IF_ERROR(
       node->kubelet_->WaitForHealthyDevices(options.resource, options.devices, absl::Seconds(30)));
+  return node;
+}
+
+absl::StatusOr<std::unique_ptr<FakeNode>> FakeNode::StartWithPods(int pods) {
+  const int replicas = ReplicasForPods(pods);
+  const std::string sharing = replicas == 1 ? ""
+                                            : absl::StrCat(
+                                                  "sharing:\n  timeSlicing:\n    resources:\n"
+                                                  "    - name: nvidia.com/gpu\n      replicas: ",
+                                                  replicas, "\n");
+  GPUOP_ASSIGN_OR_RETURN(std::unique_ptr<FakeNode> node,
+                         Start({.plugin_config = sharing, .devices = 8 * replicas}));
+  for (int i = 0; i < pods; ++i) {
+    GPUOP_RETURN_IF_ERROR(
+        node->Allocate("bench", absl::StrCat("pod-", i), "nvidia.com/gpu").status());
+  }
   return node;
 }
 

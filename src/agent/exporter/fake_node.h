@@ -28,6 +28,11 @@ class FakeNode {
 
   // Starts everything and waits until the kubelet sees the devices.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<FakeNode>> Start(const Options& options);
+  // An 8-GPU node ("h100-8x-nvswitch") with `pods` pods in namespace "bench" holding one
+  // nvidia.com/gpu each: whole GPUs up to 8 pods, time-sliced replicas
+  // (ReplicasForPods(pods) per GPU) beyond.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<FakeNode>> StartWithPods(int pods);
+  static int ReplicasForPods(int pods) { return pods > 8 ? (pods + 7) / 8 : 1; }
   ~FakeNode();
 
   // An NVML handle of the exporter's own: events go to one waiter per handle, and the device

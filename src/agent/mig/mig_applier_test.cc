@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "agent/mig/forwarding_accelerator.h"
-#include "agent/mig/mig_test_util.h"
+#include "test/fakes/nvml/fake_machine.h"
 
 namespace gpuop::agent::mig {
 namespace {
 
-using testing::FakeMachine;
+using fakes::FakeMachine;
 using ::testing::HasSubstr;
 
 DesiredLayout All(int gpus, const GpuLayout& layout) {

@@ -13,9 +13,9 @@
 #include "agent/mig/fake_mig_node.h"
 #include "agent/mig/layout_file.h"
 #include "agent/mig/mig_manager.h"
-#include "agent/mig/mig_test_util.h"
 #include "common/fake_clock.h"
 #include "common/files.h"
+#include "test/fakes/nvml/fake_machine.h"
 
 namespace gpuop::agent::mig::testing {
 
@@ -145,7 +145,7 @@ class MigManagerTest : public ::testing::Test {
 
   std::string Reason() const { return node_.annotation(kReasonAnnotation).value_or(""); }
 
-  FakeMachine machine_{"a100-8x-mig"};
+  fakes::FakeMachine machine_{"a100-8x-mig"};
   std::unique_ptr<hw::Accelerator> owned_accelerator_;
   hw::Accelerator* accelerator_ = machine_.ok() ? &machine_.nvml() : nullptr;
   FakeMigNode node_;

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "agent/podresources/fake_pod_lister.h"
-#include "agent/power/power_test_util.h"
 #include "common/fake_clock.h"
+#include "test/fakes/nvml/fake_machine.h"
 
 namespace gpuop::agent::power {
 namespace {
@@ -53,7 +53,7 @@ class PowerManagerTest : public ::testing::Test {
                                        .floor_fraction = 0.5,
                                        .utilization_threshold_percent = 5};
 
-  testing::FakeMachine machine_{"h100-8x-nvswitch"};
+  fakes::FakeMachine machine_{"h100-8x-nvswitch", /*frozen_time=*/true};
   podresources::FakePodLister allocations_;
   common::FakeClock clock_;
   std::vector<PowerDecision> log_;
