@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -133,8 +134,9 @@ class OperatorE2eTest : public ::testing::Test {
     }
     if (client_ == nullptr) return;
     (void)client_->Delete(kPolicies, "", "default");
-    for (const std::string& ns : {apps_, ns_})
+    for (const std::string& ns : {apps_, ns_}) {
       (void)client_->Delete(resources::kNamespaces, "", ns);
+    }
     for (const std::string& node : gpu_nodes_) (void)client_->Delete(resources::kNodes, "", node);
     if (!cpu_node_.empty()) (void)client_->Delete(resources::kNodes, "", cpu_node_);
   }
@@ -404,6 +406,7 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   std::set<std::string> failed;
   bool killed = false;
   std::string killed_when;
+  absl::Time killed_at, took_over_at, finished_at;
   bool finished_before_kill = false;
   std::string new_revision;
   const absl::Status upgraded =
@@ -451,14 +454,22 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
           const absl::Status kill = operator_->Kill();
           if (!kill.ok()) return kill;
           killed = true;
+          killed_at = absl::Now();
           killed_when = absl::StrCat(done, " of ", kGpuNodeCount,
                                      " upgraded; in progress: ", absl::StrJoin(in_progress, ", "));
           killed_operator_ = std::move(operator_);
           StartOperator("e2e-operator-b");
           if (operator_ == nullptr) return absl::InternalError("the second operator did not start");
         }
+        if (killed && took_over_at == absl::Time()) {
+          absl::StatusOr<Json> lease = client_->Get(resources::kLeases, ns_, "gpuop-operator");
+          if (lease.ok() && (*lease)["spec"].value("holderIdentity", "") == "e2e-operator-b") {
+            took_over_at = absl::Now();
+          }
+        }
         if (waiting.empty()) {
           finished_before_kill = !killed;
+          finished_at = absl::Now();
           return "";
         }
         return absl::StrCat(done, " of ", kGpuNodeCount,
@@ -477,7 +488,10 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
   std::cout << "[e2e] operator killed with " << killed_when << "\n[e2e] most nodes in progress at "
             << "once: " << most_in_progress << " (" << most_in_progress_seen << ")\n"
             << "[e2e] drains held back by the budget: " << absl::StrJoin(held_back, ", ")
-            << "; fewest trainers running: " << fewest_trainers << "\n";
+            << "; fewest trainers running: " << fewest_trainers << "\n"
+            << "[e2e] after the kill: the new operator led in "
+            << absl::FormatDuration(took_over_at - killed_at) << ", the upgrade finished in "
+            << absl::FormatDuration(finished_at - killed_at) << "\n";
 
   // The new operator finished the job: the nodes are back in service, except the one a person
   // had cordoned, and the workload is whole again.
