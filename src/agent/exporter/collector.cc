@@ -257,6 +257,7 @@ void Collector::CollectOnce() {
   auto text = std::make_shared<const std::string>(Render(end));
   absl::MutexLock lock(&mu_);
   exposition_ = std::move(text);
+  ++published_;
 }
 
 std::shared_ptr<const std::string> Collector::Exposition() const {
@@ -282,7 +283,7 @@ absl::Status Collector::Health() const {
 
 int64_t Collector::collections() const {
   absl::MutexLock lock(&mu_);
-  return collections_;
+  return published_;
 }
 
 absl::Status Collector::last_error() const {

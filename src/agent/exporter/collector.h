@@ -86,6 +86,7 @@ class Collector {
   // otherwise Unavailable saying since when, and the latest error.
   absl::Status Health() const;
 
+  // Completed cycles, each counted once its exposition is served.
   int64_t collections() const;
   absl::Status last_error() const;
 
@@ -137,6 +138,9 @@ class Collector {
   std::map<std::string, int64_t> errors_ ABSL_GUARDED_BY(mu_);  // by source
   int64_t pod_resources_errors_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t collections_ ABSL_GUARDED_BY(mu_) = 0;
+  // Cycles whose text is published: what collections() counts, so a caller that sees a cycle
+  // counted also sees its exposition.
+  int64_t published_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_success_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
 
