@@ -59,7 +59,7 @@ inline UpgradeSpec Spec() {
 }
 
 inline NodePlan PlanOne(const NodeSnapshot& node, const UpgradeSpec& spec = Spec(),
-                 bool validation = true) {
+                        bool validation = true) {
   UpgradePlan plan = Plan({.nodes = {node}, .validation_enabled = validation}, spec, kNow);
   EXPECT_EQ(plan.nodes.size(), 1u);
   return plan.nodes.front();
