@@ -85,12 +85,21 @@ std::string Url(int port, absl::string_view path, bool tls = true) {
 absl::StatusOr<Profile> ParseProfile(absl::string_view name) {
   if (name == "apiserver") return Profile::kApiServer;
   if (name == "full") return Profile::kFull;
+  if (name == "node") return Profile::kNode;
   return absl::InvalidArgumentError(
-      absl::StrCat("profile \"", name, "\": must be \"apiserver\" or \"full\""));
+      absl::StrCat("profile \"", name, "\": must be \"apiserver\", \"full\" or \"node\""));
 }
 
 std::string ProfileName(Profile profile) {
-  return profile == Profile::kApiServer ? "apiserver" : "full";
+  switch (profile) {
+    case Profile::kApiServer:
+      return "apiserver";
+    case Profile::kFull:
+      return "full";
+    case Profile::kNode:
+      return "node";
+  }
+  return "unknown";
 }
 
 std::string ComponentName(Component component) {
@@ -105,6 +114,12 @@ std::string ComponentName(Component component) {
       return "kube-scheduler";
     case Component::kKwok:
       return "kwok";
+    case Component::kNodeSandbox:
+      return "node-sandbox";
+    case Component::kContainerd:
+      return "containerd";
+    case Component::kKubelet:
+      return "kubelet";
   }
   return "unknown";
 }
@@ -123,11 +138,33 @@ fs::path DefaultBinDir() {
   return cache / "bin" / GPUOP_CONTROL_PLANE_KEY;
 }
 
+fs::path DefaultNodeBinDir() {
+  if (const char* bin = std::getenv("GPUOP_NODE_BIN"); bin != nullptr && *bin != '\0') return bin;
+  return DefaultBinDir().parent_path() / GPUOP_NODE_KEY;
+}
+
+fs::path DefaultImagesDir() {
+  if (const char* dir = std::getenv("GPUOP_IMAGES_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  return GPUOP_BUILD_IMAGES_DIR;
+}
+
 absl::StatusOr<std::unique_ptr<ControlPlane>> ControlPlane::Start(ControlPlaneOptions options) {
   InterruptGuard::Install();
   if (options.bin_dir.empty()) options.bin_dir = DefaultBinDir();
-  for (Component c : kAllComponents) {
-    const fs::path binary = options.bin_dir / ComponentName(c);
+  if (options.node_bin_dir.empty()) options.node_bin_dir = DefaultNodeBinDir();
+  std::vector<fs::path> binaries;
+  for (Component c : {Component::kEtcd, Component::kApiServer, Component::kControllerManager,
+                      Component::kScheduler, Component::kKwok}) {
+    binaries.push_back(options.bin_dir / ComponentName(c));
+  }
+  if (options.profile == Profile::kNode) {
+    for (const char* b : {"kubelet", "containerd", "ctr", "containerd-shim-runc-v2"}) {
+      binaries.push_back(options.node_bin_dir / b);
+    }
+  }
+  for (const fs::path& binary : binaries) {
     if (!fs::exists(binary)) {
       return absl::FailedPreconditionError(
           absl::StrCat("control plane: ", binary.string(),
@@ -177,12 +214,15 @@ absl::Status ControlPlane::Prepare() {
         absl::StrCat("control plane: mkdir ", options_.work_dir.string(), ": ", ec.message()));
   }
   GPUOP_ASSIGN_OR_RETURN(pki_, GeneratePki(options_.work_dir / "pki"));
-  GPUOP_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreeLoopbackPorts(5));
+  GPUOP_ASSIGN_OR_RETURN(std::vector<int> ports, PickFreeLoopbackPorts(7));
   ports_ = {.etcd_client = ports[0],
             .etcd_peer = ports[1],
             .apiserver = ports[2],
             .controller_manager = ports[3],
-            .scheduler = ports[4]};
+            .scheduler = ports[4],
+            .kubelet = ports[5],
+            .kubelet_healthz = ports[6]};
+  node_layout_ = NodeLayout(options_.work_dir);
   server_ = Url(ports_.apiserver, "");
   advertise_address_ = AdvertiseAddress();
   kubeconfig_ = options_.work_dir / "admin.kubeconfig";
@@ -208,17 +248,33 @@ absl::Status ControlPlane::Prepare() {
                              {.tls = {.ca_pem = ca, .client_cert_pem = cert, .client_key_pem = key},
                               .user_agent = "gpuop-test-cluster",
                               .connect_timeout = absl::Seconds(2)}));
+  if (options_.profile == Profile::kNode) GPUOP_RETURN_IF_ERROR(PrepareNode());
   return absl::OkStatus();
 }
 
 bool ControlPlane::InProfile(Component component) const {
-  return options_.profile == Profile::kFull || component == Component::kEtcd ||
-         component == Component::kApiServer;
+  switch (component) {
+    case Component::kEtcd:
+    case Component::kApiServer:
+      return true;
+    case Component::kControllerManager:
+    case Component::kScheduler:
+    case Component::kKwok:
+      return options_.profile != Profile::kApiServer;
+    case Component::kNodeSandbox:
+    case Component::kContainerd:
+    case Component::kKubelet:
+      return options_.profile == Profile::kNode;
+  }
+  return false;
 }
 
 absl::Status ControlPlane::StartAll() {
   for (Component c : kAllComponents) {
-    if (InProfile(c)) GPUOP_RETURN_IF_ERROR(StartComponent(c));
+    if (!InProfile(c)) continue;
+    GPUOP_RETURN_IF_ERROR(StartComponent(c));
+    // Pods cannot start without the pause image, and nothing can be pulled here.
+    if (c == Component::kContainerd) GPUOP_RETURN_IF_ERROR(ImportNodeImages());
   }
   return absl::OkStatus();
 }
@@ -242,8 +298,8 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
               "--unsafe-no-fsync=true",
               "--log-level=warn"};
     }
-    case Component::kApiServer:
-      return {
+    case Component::kApiServer: {
+      std::vector<std::string> argv = {
           bin,
           absl::StrCat("--etcd-servers=", etcd),
           "--bind-address=127.0.0.1",
@@ -260,6 +316,19 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
           "--allow-privileged=true",
           absl::StrCat("--cert-dir=", (work / "apiserver-certs").string()),
           "--v=1"};
+      if (options_.profile == Profile::kNode) {
+        // As in a real cluster: kubelets limited to their own Node and its pods.
+        argv.push_back("--enable-admission-plugins=NodeRestriction");
+        // The node is `localhost`: the API server reaches its kubelet on loopback, never through
+        // a DNS server or the machine's interface address.
+        argv.push_back("--kubelet-preferred-address-types=Hostname");
+        argv.push_back(absl::StrCat("--kubelet-client-certificate=",
+                                    (pki_.dir / "apiserver-kubelet-client.crt").string()));
+        argv.push_back(absl::StrCat("--kubelet-client-key=",
+                                    (pki_.dir / "apiserver-kubelet-client.key").string()));
+      }
+      return argv;
+    }
     case Component::kControllerManager:
       return {
           bin,
@@ -307,6 +376,39 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
               "--node-lease-duration-seconds=40",
               "--cidr=10.244.0.0/16"};
     }
+    case Component::kNodeSandbox: {
+      std::vector<std::string> argv = {GPUOP_NODE_SANDBOX, "init", "--ready-file",
+                                       node_layout_.sandbox_ready.string(), "--private-dev"};
+      for (const auto& [dir, node_path] : node_layout_.Binds()) {
+        argv.push_back("--bind");
+        argv.push_back(absl::StrCat(dir.string(), "=", node_path));
+      }
+      return argv;
+    }
+    case Component::kContainerd:
+      return {GPUOP_NODE_SANDBOX,
+              "exec",
+              "--init-pid",
+              absl::StrCat(node_init_pid_),
+              "--restart-always",
+              "--",
+              (options_.node_bin_dir / "containerd").string(),
+              "--config",
+              NodeLayout::kNodeContainerdConfig,
+              "--log-level=info"};
+    case Component::kKubelet:
+      return {GPUOP_NODE_SANDBOX,
+              "exec",
+              "--init-pid",
+              absl::StrCat(node_init_pid_),
+              "--",
+              (options_.node_bin_dir / "kubelet").string(),
+              absl::StrCat("--config=", node_layout_.kubelet_config.string()),
+              absl::StrCat("--kubeconfig=", node_layout_.kubelet_kubeconfig.string()),
+              absl::StrCat("--hostname-override=", kNodeName),
+              "--root-dir=/var/lib/kubelet",
+              absl::StrCat("--cert-dir=", node_layout_.kubelet_pki.string()),
+              "--v=2"};
   }
   return {};
 }
@@ -325,6 +427,15 @@ absl::Status ControlPlane::StartComponent(Component component) {
   // kwok would otherwise also load ~/.kwok/kwok.yaml.
   if (component == Component::kKwok) {
     env.push_back(absl::StrCat("KWOK_WORKDIR=", (options_.work_dir / "kwok").string()));
+  }
+  // containerd finds its shim (containerd-shim-runc-v2) on PATH.
+  if (component == Component::kContainerd || component == Component::kKubelet) {
+    env.push_back(absl::StrCat("PATH=", options_.node_bin_dir.string(),
+                               ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+  }
+  if (component == Component::kNodeSandbox) {
+    std::error_code ec;
+    fs::remove(node_layout_.sandbox_ready, ec);
   }
   GPUOP_ASSIGN_OR_RETURN(common::Subprocess process,
                          common::Subprocess::Spawn({.argv = Argv(component),
@@ -359,6 +470,7 @@ absl::Status ControlPlane::Stop() {
   for (auto it = kAllComponents.rbegin(); it != kAllComponents.rend(); ++it) {
     status.Update(StopComponent(*it));
   }
+  if (options_.profile == Profile::kNode) CleanUpNodeCgroups();
   probe_.reset();
   if (owns_work_dir_ && !keep_work_dir_ && !options_.work_dir.empty()) {
     std::error_code ec;
@@ -395,6 +507,18 @@ absl::StatusOr<bool> ControlPlane::ProbeReady(Component component) {
       absl::StatusOr<std::string> log = ReadFile(LogPath(component));
       return log.ok() && absl::StrContains(*log, "Watch nodes");
     }
+    case Component::kNodeSandbox: {
+      // The sandbox writes its namespace's first PID once everything is mounted.
+      absl::StatusOr<std::string> pid = ReadFile(node_layout_.sandbox_ready);
+      if (!pid.ok() || pid->empty()) return false;
+      node_init_pid_ = static_cast<pid_t>(std::strtol(pid->c_str(), nullptr, 10));
+      return node_init_pid_ > 0;
+    }
+    case Component::kContainerd:
+      return UnixSocketAccepts(node_layout_.ContainerdSocket());
+    case Component::kKubelet:
+      if (!GetOk(Url(ports_.kubelet_healthz, "/healthz", /*tls=*/false)).ok()) return false;
+      return NodeReady();
   }
   return false;
 }

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "common/process.h"
 #include "kube/transport/http_client.h"
+#include "test/cluster/node_config.h"
 #include "test/cluster/pki.h"
 
 namespace gpuop::test {
@@ -23,16 +24,27 @@ enum class Profile {
   kApiServer,  // etcd + kube-apiserver: for integration tests of API clients.
   kFull,       // + kube-controller-manager, kube-scheduler and kwok: workloads get scheduled and
                //   simulated nodes run their pods.
+  kNode,       // + one real node, `localhost`: containerd and a kubelet (node_config.h) in
+               //   namespaces of their own (gpuop-node-sandbox), running pods through runc.
 };
 
 [[nodiscard]] absl::StatusOr<Profile> ParseProfile(absl::string_view name);
 std::string ProfileName(Profile profile);
 
 // The processes, in start order.
-enum class Component { kEtcd, kApiServer, kControllerManager, kScheduler, kKwok };
-inline constexpr std::array<Component, 5> kAllComponents = {
-    Component::kEtcd, Component::kApiServer, Component::kControllerManager, Component::kScheduler,
-    Component::kKwok};
+enum class Component {
+  kEtcd,
+  kApiServer,
+  kControllerManager,
+  kScheduler,
+  kKwok,
+  kNodeSandbox,  // holds the node's mount and PID namespaces; everything in them ends with it
+  kContainerd,
+  kKubelet,
+};
+inline constexpr std::array<Component, 8> kAllComponents = {
+    Component::kEtcd, Component::kApiServer,   Component::kControllerManager, Component::kScheduler,
+    Component::kKwok, Component::kNodeSandbox, Component::kContainerd,        Component::kKubelet};
 
 std::string ComponentName(Component component);
 
@@ -40,6 +52,17 @@ std::string ComponentName(Component component);
 // the cache that test/cluster/tools/build fills ($GPUOP_CACHE or ~/.cache/gpuop, then
 // bin/<versions key>).
 std::filesystem::path DefaultBinDir();
+// The directory holding the node binaries (kubelet, containerd, ctr, containerd-shim-runc-v2,
+// crictl): $GPUOP_NODE_BIN when set, otherwise the cache (bin/<node versions key>).
+std::filesystem::path DefaultNodeBinDir();
+// Where the build put the images (scripts/image): $GPUOP_IMAGES_DIR, else the build's images/.
+std::filesystem::path DefaultImagesDir();
+
+// An OCI image archive to import into the node's containerd (namespace k8s.io) as `ref`.
+struct NodeImage {
+  std::filesystem::path archive;
+  std::string ref;  // "localhost/gpuop:0.1.0"
+};
 
 struct ControlPlaneOptions {
   Profile profile = Profile::kApiServer;
@@ -52,6 +75,11 @@ struct ControlPlaneOptions {
   absl::Duration ready_timeout = absl::Seconds(120);
   // How long a component may take to exit after SIGTERM before it is killed.
   absl::Duration stop_grace = absl::Seconds(10);
+  // Profile kNode: where kubelet, containerd, ... are (DefaultNodeBinDir() when empty), and the
+  // images imported before the kubelet starts. The pause image (kPauseImage) is imported from
+  // DefaultImagesDir()/pause.tar unless listed here.
+  std::filesystem::path node_bin_dir;
+  std::vector<NodeImage> node_images;
 };
 
 // A real Kubernetes control plane on free loopback ports, with its own PKI, for tests.
@@ -99,6 +127,22 @@ class ControlPlane {
   // The last lines of every component's log, for failure messages.
   std::string Diagnostics(int lines_per_log = 25) const;
 
+  // Profile kNode. The node's files on the machine (node_config.h).
+  const NodeLayout& node() const { return node_layout_; }
+  // Imports an OCI archive into the node's containerd (namespace k8s.io) with ctr.
+  [[nodiscard]] absl::Status ImportImage(const NodeImage& image);
+  // Runs a program inside the node's namespaces to completion (for a test's `ctr`, `crictl`,
+  // or reading what the node sees) and returns its exit status and output.
+  struct RunResult {
+    int exit_code = -1;
+    std::string output;
+  };
+  [[nodiscard]] absl::StatusOr<RunResult> RunInNode(std::vector<std::string> argv,
+                                                    absl::Duration timeout = absl::Seconds(60));
+  const std::filesystem::path& node_bin_dir() const { return options_.node_bin_dir; }
+  // Where etcd, kube-apiserver, kubectl and helm are.
+  const std::filesystem::path& bin_dir() const { return options_.bin_dir; }
+
  private:
   struct Ports {
     int etcd_client = 0;
@@ -106,9 +150,12 @@ class ControlPlane {
     int apiserver = 0;
     int controller_manager = 0;
     int scheduler = 0;
+    int kubelet = 0;
+    int kubelet_healthz = 0;
   };
 
-  explicit ControlPlane(ControlPlaneOptions options) : options_(std::move(options)) {}
+  explicit ControlPlane(ControlPlaneOptions options)
+      : options_(std::move(options)), node_layout_(options_.work_dir) {}
 
   absl::Status Prepare();
   absl::Status StartAll();
@@ -117,6 +164,10 @@ class ControlPlane {
   absl::Status WaitReady(Component component);
   absl::StatusOr<bool> ProbeReady(Component component);
   absl::Status GetOk(const std::string& url);
+  absl::StatusOr<bool> NodeReady();
+  absl::Status PrepareNode();
+  absl::Status ImportNodeImages();
+  void CleanUpNodeCgroups();
 
   ControlPlaneOptions options_;
   bool owns_work_dir_ = false;
@@ -127,6 +178,8 @@ class ControlPlane {
   std::string server_;
   std::string advertise_address_;
   std::filesystem::path kubeconfig_;
+  NodeLayout node_layout_;
+  pid_t node_init_pid_ = 0;
   std::unique_ptr<kube::HttpClient> probe_;
   std::array<std::optional<common::Subprocess>, kAllComponents.size()> processes_;
 };
