@@ -59,13 +59,21 @@ absl::Status ControlPlane::ImportImage(const NodeImage& image) {
         absl::StrCat("node: image archive ", image.archive.string(), " for ", image.ref,
                      " is missing; build the images (scripts/image)"));
   }
+  // The archive's index names its image by tag (org.opencontainers.image.ref.name, as
+  // `umoci tag` writes it); ctr prefixes the repository: localhost/gpuop + 0.1.0.
+  const size_t colon = image.ref.rfind(':');
+  if (colon == std::string::npos || image.ref.find('/', colon) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node: image ref ", image.ref, ": want REPOSITORY:TAG"));
+  }
+  const std::string repository = image.ref.substr(0, colon);
   const fs::path log = options_.work_dir / "logs" / "ctr-import.log";
   GPUOP_ASSIGN_OR_RETURN(
       common::Subprocess ctr,
       common::Subprocess::Spawn(
           {.argv = {(options_.node_bin_dir / "ctr").string(), "--address",
                     node_layout_.ContainerdSocket().string(), "--namespace", "k8s.io", "images",
-                    "import", "--local", "--index-name", image.ref, image.archive.string()},
+                    "import", "--local", "--base-name", repository, image.archive.string()},
            .output_path = log}));
   GPUOP_ASSIGN_OR_RETURN(int status, ctr.Wait(absl::Seconds(120)));
   if (status != 0) {

@@ -7,6 +7,8 @@
 // the operator runs, the node is found, the components run, GPUs become allocatable, a pod gets
 // two of them, the kubelet and containerd restart, the chart is uninstalled. A step whose
 // prerequisite failed is skipped, naming it.
+#include <cctype>
+#include <fstream>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -260,6 +262,177 @@ TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
                 absl::FormatDuration(absl::Now() - S().node_ready_at).c_str());
   }
   GPUOP_EXPECTED_FAILURE("issues 12 and 13 (GPU components on a real node)", allocatable);
+}
+
+// What the probe in the user pod reported (one JSON object on its first line of output).
+absl::StatusOr<json> ProbeReport() {
+  absl::StatusOr<std::string> log =
+      ContainerLog(Cluster().node().pod_logs, kWorkloads, kProbePod, "probe");
+  if (!log.ok()) return log.status();
+  const size_t end = log->find('\n');
+  json report = json::parse(log->substr(0, end), nullptr, false);
+  if (report.is_discarded()) return absl::InvalidArgumentError("probe output is not JSON: " + *log);
+  return report;
+}
+
+// The device IDs the kubelet's PodResources API lists for the probe's container.
+absl::StatusOr<std::set<std::string>> ProbeDevicesFromKubelet() {
+  auto lister = agent::podresources::NewKubeletPodLister(Cluster().node().var_lib_kubelet /
+                                                         "pod-resources" / "kubelet.sock");
+  absl::StatusOr<std::vector<agent::podresources::PodDevice>> devices =
+      lister->List(absl::Seconds(10));
+  if (!devices.ok()) return devices.status();
+  std::set<std::string> ids;
+  for (const auto& d : *devices) {
+    if (d.pod_namespace == kWorkloads && d.pod == kProbePod && d.resource == "nvidia.com/gpu") {
+      ids.insert(d.device_id);
+    }
+  }
+  return ids;
+}
+
+absl::Status CheckProbe() {
+  absl::StatusOr<json> report = ProbeReport();
+  if (!report.ok()) return report.status();
+  std::vector<std::string> problems;
+  int gpu_nodes = 0;
+  for (const json& dev : report->value("dev_nodes", json::array())) {
+    const std::string name = dev.is_string() ? dev.get<std::string>() : dev.dump();
+    if (name.find("nvidia") != std::string::npos && std::isdigit(name.back())) ++gpu_nodes;
+  }
+  if (gpu_nodes != 2) problems.push_back(absl::StrCat(gpu_nodes, " /dev/nvidiaN nodes, want 2"));
+  const json nvml = report->value("nvml", json::object());
+  const json cuda = report->value("cuda", json::object());
+  if (!nvml.value("loaded", false)) problems.push_back("libnvidia-ml.so.1 did not load");
+  if (!cuda.value("loaded", false)) problems.push_back("libcuda.so.1 did not load");
+  std::set<std::string> uuids;
+  for (const json& u : nvml.value("uuids", json::array())) {
+    if (u.is_string()) uuids.insert(u.get<std::string>());
+  }
+  if (uuids.size() != 2) problems.push_back(absl::StrCat("NVML shows ", uuids.size(), " GPUs"));
+  absl::StatusOr<std::set<std::string>> kubelet = ProbeDevicesFromKubelet();
+  if (!kubelet.ok()) {
+    problems.push_back(absl::StrCat("PodResources: ", kubelet.status().ToString()));
+  } else if (*kubelet != uuids) {
+    problems.push_back(absl::StrCat("PodResources lists ", absl::StrJoin(*kubelet, ","),
+                                    " but NVML shows ", absl::StrJoin(uuids, ",")));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(absl::StrJoin(problems, "; "), "; report: ", report->dump()));
+}
+
+TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
+  if (!S().allocatable) GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", kProbePod}, {"namespace", kWorkloads}}},
+      {"spec",
+       {{"hostNetwork", true},
+        {"restartPolicy", "Never"},
+        {"terminationGracePeriodSeconds", 1},
+        {"containers",
+         {{{"name", "probe"},
+           {"image", kProbeImage},
+           {"imagePullPolicy", "Never"},
+           {"command", {"/usr/local/bin/gpu-probe", "--sleep"}},
+           {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}}}}}}};
+  ASSERT_TRUE(Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), pod).ok());
+  absl::Status running = AwaitDone("the probe pod Running", absl::Minutes(2),
+                                   [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<json> p = Get(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));
+    if (!p.ok()) return p.status();
+    if ((*p)["status"].value("phase", "") == "Running") return std::string();
+    return PodSummary(*p);
+  });
+  ASSERT_TRUE(running.ok()) << running;
+  S().probe_running = true;
+  absl::Status probed = WaitUntil("the probe's report", absl::Seconds(30),
+                                  [&]() -> absl::StatusOr<bool> { return ProbeReport().ok(); });
+  ASSERT_TRUE(probed.ok()) << probed;
+  GPUOP_EXPECTED_FAILURE("issue 13 (CDI that runs CUDA)", CheckProbe());
+}
+
+absl::Status AwaitAllocatable(absl::Duration timeout) {
+  return AwaitDone("nvidia.com/gpu: 8 allocatable again", timeout,
+                   [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+    if (!node.ok()) return node.status();
+    const std::string count = Allocatable(*node, "nvidia.com/gpu");
+    if (count == "8" && ConditionStatus(*node, "Ready") == "True") return std::string();
+    return absl::StrCat("allocatable \"", count, "\", Ready ", ConditionStatus(*node, "Ready"));
+  });
+}
+
+TEST_F(NodeE2ETest, AfterAKubeletRestartThePluginRegistersAgain) {
+  if (!S().allocatable) GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+  ASSERT_TRUE(Cluster().StopComponent(Component::kKubelet).ok());
+  ASSERT_TRUE(Cluster().StartComponent(Component::kKubelet).ok());
+  EXPECT_TRUE(AwaitAllocatable(absl::Minutes(2)).ok());
+}
+
+TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {
+  if (!S().probe_running) GTEST_SKIP() << "needs AUserPodGetsExactlyTwoGpus";
+  const std::string path = absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod);
+  absl::StatusOr<json> before = Get(path);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
+  ASSERT_TRUE(Cluster().StopComponent(Component::kContainerd).ok());
+  ASSERT_TRUE(Cluster().StartComponent(Component::kContainerd).ok());
+  // The kubelet notices the runtime came back; the container is the same one, never restarted.
+  absl::Status same = AwaitDone("the probe container still running", absl::Minutes(1),
+                                [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<json> after = Get(path);
+    if (!after.ok()) return after.status();
+    const json& c = (*after)["status"]["containerStatuses"][0];
+    if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
+        c["state"].contains("running")) {
+      return std::string();
+    }
+    return PodSummary(*after);
+  });
+  EXPECT_TRUE(same.ok()) << same;
+  EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
+}
+
+TEST_F(NodeE2ETest, TheRuntimeComponentConfiguresContainerd) {
+  if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
+  absl::Status configured = AwaitDone("/etc/containerd edited by the runtime component",
+                                      absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+    const std::string diff = DescribeTreeDifference(
+        S().containerd_before, SnapshotTree(Cluster().node().etc_containerd));
+    return diff.empty() ? "unchanged" : "";
+  });
+  GPUOP_EXPECTED_FAILURE("issue 13 (runtime configuration on a real containerd)", configured);
+}
+
+TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {
+  if (!S().installed) GTEST_SKIP() << "needs HelmInstallsTheOperator";
+  (void)Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));
+  absl::StatusOr<ToolResult> helm =
+      RunTool({Tool("helm"), "uninstall", "gpuop", "--namespace", kNamespace, "--wait",
+               "--timeout", "3m"},
+              KubeEnv(), absl::Minutes(4));
+  ASSERT_TRUE(helm.ok()) << helm.status();
+  ASSERT_EQ(helm->exit_code, 0) << helm->output;
+  absl::Status gone = AwaitDone("gpuop's pods gone", absl::Minutes(3),
+                                [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
+    if (!pods.ok()) return pods.status();
+    std::vector<std::string> left;
+    for (const json& pod : *pods) left.push_back(PodSummary(pod));
+    return absl::StrJoin(left, "; ");
+  });
+  EXPECT_TRUE(gone.ok()) << gone;
+  const std::string containerd = DescribeTreeDifference(
+      S().containerd_before, SnapshotTree(Cluster().node().etc_containerd));
+  const std::string cdi = DescribeTreeDifference(S().cdi_before, CdiSnapshot());
+  absl::Status restored = containerd.empty() && cdi.empty()
+                              ? absl::OkStatus()
+                              : absl::FailedPreconditionError(absl::StrCat(
+                                    "/etc/containerd: ", containerd, "; CDI: ", cdi));
+  GPUOP_EXPECTED_FAILURE("issue 12 (uninstall restores node files)", restored);
 }
 
 }  // namespace
