@@ -207,11 +207,18 @@ absl::Status ReadEnv(const Reader& r, const char* key, std::vector<EnvVar>& out)
   return absl::OkStatus();
 }
 
+// The CRD's maxProperties for driver.resources.requests and .limits (which bounds the cost of
+// their validation rules).
+constexpr size_t kMaxResources = 16;
+
 absl::Status ReadResourceList(const Reader& r, const char* key,
                               std::map<std::string, std::string>& out) {
   const nlohmann::json& v = r.Get(key);
   if (v.is_null()) return absl::OkStatus();
   if (!v.is_object()) return r.Error(key, "must be a map of resource names to quantities");
+  if (v.size() > kMaxResources) {
+    return r.Error(key, absl::StrCat("must name ", kMaxResources, " resources at most"));
+  }
   for (const auto& [name, quantity] : v.items()) {
     std::string text;
     if (quantity.is_number_integer() && quantity.get<int64_t>() >= 0) {

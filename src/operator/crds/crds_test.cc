@@ -229,6 +229,17 @@ TEST(CrdsTest, BoundsAgreeWithTheParser) {
     EXPECT_FALSE(ParserAccepts(bound.spec(min - 1))) << bound.path << " = " << min - 1;
     EXPECT_FALSE(ParserAccepts(bound.spec(max + 1))) << bound.path << " = " << max + 1;
   }
+  for (const char* list : {"requests", "limits"}) {
+    const nlohmann::json& schema = SpecProperty(absl::StrCat("driver.resources.", list));
+    const size_t max = schema.at("maxProperties").get<size_t>();
+    auto with = [&](size_t n) {
+      nlohmann::json resources = nlohmann::json::object();
+      for (size_t i = 0; i < n; ++i) resources[absl::StrCat("example.com/r", i)] = "1";
+      return nlohmann::json{{"driver", {{"enabled", false}, {"resources", {{list, resources}}}}}};
+    };
+    EXPECT_TRUE(ParserAccepts(with(max))) << list;
+    EXPECT_FALSE(ParserAccepts(with(max + 1))) << list;
+  }
   const nlohmann::json& api_server = SpecProperty("apiServer");
   EXPECT_EQ(api_server["required"], nlohmann::json({"host", "port"}));
   EXPECT_FALSE(ParserAccepts({{"driver", {{"enabled", false}}}, {"apiServer", {{"host", "h"}}}}));
