@@ -61,6 +61,9 @@ done
 verbs=$(doc ClusterRole | grep -A3 -- '- apiGroups: \[""\]' | grep -A2 'resources: \[nodes\]' |
   sed -n 's/^ *verbs: //p')
 [[ $verbs == "[get, list, watch, patch, update]" ]] || fail "the operator's verbs on nodes are '$verbs'"
+for text in "dnsPolicy" "KUBERNETES_SERVICE" "host: 127.0.0.1"; do lacks Deployment "$text"; done
+for text in "hostNetwork" "apiServer"; do lacks GPUClusterPolicy "$text"; done
+has Service "port: 8080"
 has GPUClusterPolicy "name: default"
 has GPUClusterPolicy "image: ghcr.io/gpuop/gpuop:0.1.0"
 has GPUClusterPolicy "version: 570.86.15"
@@ -121,6 +124,52 @@ has GPUClusterPolicy "image: other/agent:9"
 has GPUClusterPolicy "imagePullPolicy: Never"
 has GPUClusterPolicy "enabled: true"
 has Deployment "image: ghcr.io/gpuop/gpuop:0.1.0"
+
+# No pod network, no kube-proxy: hostNetwork and the API server's address reach the operator and
+# the policy; the operator's port moves off the default, and Never is a pull policy.
+args=(--set hostNetwork=true --set apiServer.host=127.0.0.1 --set apiServer.port=16443
+      --set operator.metricsPort=18080 --set image.pullPolicy=Never)
+render "${args[@]}"
+for line in "hostNetwork: true" "dnsPolicy: ClusterFirstWithHostNet" "- --listen=:18080" \
+    "containerPort: 18080" "host: 127.0.0.1" "- name: KUBERNETES_SERVICE_HOST" 'value: "127.0.0.1"' \
+    "- name: KUBERNETES_SERVICE_PORT" 'value: "16443"' "imagePullPolicy: Never"; do
+  has Deployment "$line"
+done
+n=$(doc Deployment | grep -cxF "              host: 127.0.0.1" || true)
+((n == 2)) || fail "the liveness and readiness probes do not both use 127.0.0.1 ($n):\n$(doc Deployment)"
+for line in "hostNetwork: true" "host: 127.0.0.1" "port: 16443" "imagePullPolicy: Never"; do
+  has GPUClusterPolicy "$line"
+done
+has Service "port: 18080"
+# An IPv6 address goes as it is (the in-cluster config adds the brackets).
+args=(--set apiServer.host=fd00::1 --set apiServer.port=6443)
+render "${args[@]}"
+has Deployment 'value: "fd00::1"'
+has GPUClusterPolicy "host: fd00::1"
+lacks Deployment "hostNetwork"
+# The policy's own settings win; the operator keeps the chart's.
+args=(--set hostNetwork=true --set apiServer.host=10.0.0.1 --set apiServer.port=6443
+      --set clusterPolicy.spec.hostNetwork=false --set clusterPolicy.spec.apiServer.host=api.internal
+      --set clusterPolicy.spec.apiServer.port=443)
+render "${args[@]}"
+has GPUClusterPolicy "hostNetwork: false"
+has GPUClusterPolicy "host: api.internal"
+has GPUClusterPolicy "port: 443"
+has Deployment "hostNetwork: true"
+has Deployment 'value: "10.0.0.1"'
+# On the node network the operator's port may not be the exporter's.
+for set in "operator.metricsPort=9400" \
+    "clusterPolicy.spec.components.exporter.port=8080"; do
+  if "$helm" template gpuop "$chart" --set hostNetwork=true --set "$set" >"$tmp/out.yaml" 2>"$tmp/err"; then
+    fail "hostNetwork with the operator and the exporter on one port was rendered ($set)"
+  fi
+  grep -F "is also the exporter's port" "$tmp/err" >/dev/null || fail "unclear error: $(cat "$tmp/err")"
+done
+# ... unless one of them stays off the node network, or the exporter is off.
+for set in "clusterPolicy.spec.hostNetwork=false" "clusterPolicy.spec.components.exporter.enabled=false"; do
+  args=(--set hostNetwork=true --set operator.metricsPort=9400 --set "$set")
+  render "${args[@]}"
+done
 
 # The release namespace is used throughout.
 args=(--namespace gpu-ops)

@@ -1,7 +1,12 @@
 #include "operator/api/policy.h"
 
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "operator/api/reader.h"
 
@@ -95,9 +100,149 @@ absl::StatusOr<absl::Duration> ParseDurationField(const nlohmann::json& value,
 
 namespace {
 
+// What the CRD's patterns accept (deploy/helm/gpuop/crds/gpuop.io_gpuclusterpolicies.yaml),
+// checked by hand so that the time is linear in the input; crds_test checks that the CRD's
+// patterns and these agree.
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// A DNS name or IPv4 address (dot-separated labels of 1 to 63 letters, digits and inner '-'),
+// or an IPv6 address without brackets (hex digits, ':' and '.', two ':' at least).
+bool IsHost(absl::string_view host) {
+  if (host.empty() || host.size() > 253) return false;
+  if (absl::StrContains(host, ':')) {
+    // Every IPv6 address has two colons at least; one is a port ("10.0.0.1:6443").
+    if (std::count(host.begin(), host.end(), ':') < 2) return false;
+    for (char c : host) {
+      if (!IsHex(c) && c != ':' && c != '.') return false;
+    }
+    return true;
+  }
+  for (absl::string_view label : absl::StrSplit(host, '.')) {
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+      return false;
+    }
+    for (char c : label) {
+      if (!IsAlnum(c) && c != '-') return false;
+    }
+  }
+  return true;
+}
+
+// An image name without tag or digest: lower-case letters, digits, '.', '_', '-', '/', starting
+// and ending with a letter or digit.
+bool IsImageName(absl::string_view name) {
+  auto edge = [](char c) { return IsDigit(c) || (c >= 'a' && c <= 'z'); };
+  if (name.empty() || !edge(name.front()) || !edge(name.back())) return false;
+  for (char c : name) {
+    if (!edge(c) && c != '.' && c != '_' && c != '-' && c != '/') return false;
+  }
+  return true;
+}
+
+// An environment variable name: letters, digits, '_', '-', '.', not starting with a digit.
+bool IsEnvName(absl::string_view name) {
+  if (name.empty() || IsDigit(name.front())) return false;
+  for (char c : name) {
+    if (!IsAlnum(c) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
+
+// Consumes a decimal number ("12", "1.5", "1.", ".5") from the front of `s`.
+bool ConsumeDecimal(absl::string_view& s) {
+  size_t i = 0;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  const bool whole = i > 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    const size_t fraction = i;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    if (!whole && i == fraction) return false;
+  } else if (!whole) {
+    return false;
+  }
+  s.remove_prefix(i);
+  return true;
+}
+
+// A non-negative resource quantity as a string: a decimal number, then optionally a binary
+// suffix (Ki..Ei), a decimal one (n, u, m, k, M, G, T, P, E) or an exponent (e3, E-2).
+bool IsQuantity(absl::string_view s) {
+  if (!ConsumeDecimal(s)) return false;
+  if (s.empty()) return true;
+  if (s.size() == 2 && s[1] == 'i' && absl::StrContains("KMGTPE", s[0])) return true;
+  if (s.size() == 1 && absl::StrContains("numkMGTPE", s[0])) return true;
+  if (s[0] != 'e' && s[0] != 'E') return false;
+  s.remove_prefix(1);
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) s.remove_prefix(1);
+  return ConsumeDecimal(s) && s.empty();
+}
+
+absl::Status ReadEnv(const Reader& r, const char* key, std::vector<EnvVar>& out) {
+  const nlohmann::json& v = r.Get(key);
+  if (v.is_null()) return absl::OkStatus();
+  if (!v.is_array()) return r.Error(key, "must be a list of {name, value}");
+  std::vector<EnvVar> env;
+  std::set<std::string> names;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Reader item(v[i], r.Path(absl::StrCat(key, "[", i, "]")));
+    if (!v[i].is_object()) return r.Error(absl::StrCat(key, "[", i, "]"), "must be {name, value}");
+    EnvVar var;
+    GPUOP_RETURN_IF_ERROR(item.String("name", var.name));
+    GPUOP_RETURN_IF_ERROR(item.String("value", var.value));
+    if (!IsEnvName(var.name)) {
+      return item.Error("name",
+                        "must be an environment variable name: letters, digits, '_', '-' or '.', "
+                        "not starting with a digit");
+    }
+    if (!names.insert(var.name).second) {
+      return item.Error("name", absl::StrCat("\"", var.name, "\" is set twice"));
+    }
+    env.push_back(std::move(var));
+  }
+  out = std::move(env);
+  return absl::OkStatus();
+}
+
+// The CRD's maxProperties for driver.resources.requests and .limits (which bounds the cost of
+// their validation rules).
+constexpr size_t kMaxResources = 16;
+
+absl::Status ReadResourceList(const Reader& r, const char* key,
+                              std::map<std::string, std::string>& out) {
+  const nlohmann::json& v = r.Get(key);
+  if (v.is_null()) return absl::OkStatus();
+  if (!v.is_object()) return r.Error(key, "must be a map of resource names to quantities");
+  if (v.size() > kMaxResources) {
+    return r.Error(key, absl::StrCat("must name ", kMaxResources, " resources at most"));
+  }
+  for (const auto& [name, quantity] : v.items()) {
+    std::string text;
+    if (quantity.is_number_integer() && quantity.get<int64_t>() >= 0) {
+      text = absl::StrCat(quantity.get<int64_t>());
+    } else if (quantity.is_string() && IsQuantity(quantity.get<std::string>())) {
+      text = quantity.get<std::string>();
+    } else {
+      return r.Error(absl::StrCat(key, ".", name),
+                     "must be a quantity such as 2, '500m', '4Gi' (0 or more)");
+    }
+    out[name] = text;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadDriver(const Reader& r, DriverSpec& d) {
   GPUOP_RETURN_IF_ERROR(r.Bool("enabled", d.enabled));
   GPUOP_RETURN_IF_ERROR(r.String("repository", d.repository));
+  GPUOP_RETURN_IF_ERROR(r.String("image", d.image));
+  if (!IsImageName(d.image)) {
+    return r.Error("image",
+                   "must be an image name without tag or digest (lower case, digits, '.', '_', "
+                   "'-', '/'), such as 'driver'");
+  }
   GPUOP_RETURN_IF_ERROR(r.String("version", d.version));
   GPUOP_RETURN_IF_ERROR(r.Bool("usePrecompiled", d.use_precompiled));
   GPUOP_RETURN_IF_ERROR(r.String("kernelModuleType", d.kernel_module_type));
@@ -105,6 +250,38 @@ absl::Status ReadDriver(const Reader& r, DriverSpec& d) {
   if (d.enabled && d.version.empty()) {
     return r.Error("version", "is required while the driver is enabled (for example '570.86.15')");
   }
+  GPUOP_RETURN_IF_ERROR(ReadEnv(r, "env", d.env));
+  GPUOP_RETURN_IF_ERROR(r.StringList("args", d.args));
+  if (const nlohmann::json& v = r.Get("resources"); !v.is_null()) {
+    if (!v.is_object()) return r.Error("resources", "must be an object with requests and limits");
+    const Reader resources = r.Child("resources");
+    ResourceRequirements req;
+    GPUOP_RETURN_IF_ERROR(ReadResourceList(resources, "requests", req.requests));
+    GPUOP_RETURN_IF_ERROR(ReadResourceList(resources, "limits", req.limits));
+    d.resources = std::move(req);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadApiServer(const Reader& spec, std::optional<ApiServerSpec>& out) {
+  const nlohmann::json& v = spec.Get("apiServer");
+  if (v.is_null()) return absl::OkStatus();
+  if (!v.is_object()) return spec.Error("apiServer", "must be an object with host and port");
+  const Reader r = spec.Child("apiServer");
+  ApiServerSpec a;
+  GPUOP_RETURN_IF_ERROR(r.String("host", a.host));
+  if (a.host.empty())
+    return r.Error("host", "is required (the API server's address, such as 127.0.0.1)");
+  if (!IsHost(a.host)) {
+    return r.Error("host", absl::StrCat("\"", a.host,
+                                        "\" is not a DNS name, an IPv4 address or an IPv6 address "
+                                        "(without brackets, port or scheme)"));
+  }
+  if (r.Get("port").is_null()) return r.Error("port", "is required (for example 6443)");
+  int64_t port = 0;
+  GPUOP_RETURN_IF_ERROR(r.Int("port", port, 1, 65535));
+  a.port = static_cast<int>(port);
+  out = std::move(a);
   return absl::OkStatus();
 }
 
@@ -232,6 +409,8 @@ absl::StatusOr<ClusterPolicy> ParseClusterPolicy(const nlohmann::json& object) {
   GPUOP_RETURN_IF_ERROR(spec.StringList("imagePullSecrets", s.image_pull_secrets));
   GPUOP_RETURN_IF_ERROR(spec.StringMap("nodeSelector", s.node_selector));
   if (const nlohmann::json& t = spec.Get("tolerations"); t.is_array()) s.tolerations = t;
+  GPUOP_RETURN_IF_ERROR(spec.Bool("hostNetwork", s.host_network));
+  GPUOP_RETURN_IF_ERROR(ReadApiServer(spec, s.api_server));
   GPUOP_RETURN_IF_ERROR(ReadDriver(spec.Child("driver"), s.driver));
   GPUOP_RETURN_IF_ERROR(ReadComponents(spec.Child("components"), s.components));
   GPUOP_RETURN_IF_ERROR(ReadUpgrade(spec.Child("upgrade"), s.upgrade));

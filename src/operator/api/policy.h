@@ -31,13 +31,44 @@ struct IntOrPercent {
   int64_t Resolve(int64_t total) const;
 };
 
+// An environment variable set in a container ({name, value}, NVIDIA's EnvVar).
+struct EnvVar {
+  std::string name;
+  std::string value;
+  bool operator==(const EnvVar&) const = default;
+};
+
+// A container's compute resources: resource name ("cpu", "memory", ...) -> quantity ("500m",
+// "2Gi"), as in core/v1 ResourceRequirements.
+struct ResourceRequirements {
+  std::map<std::string, std::string> requests;
+  std::map<std::string, std::string> limits;
+};
+
+// The driver container, in the field names of NVIDIA's ClusterPolicy `driver`. Its image is
+// <repository>/<image>:<version>-<osTag>.
 struct DriverSpec {
   bool enabled = true;
   std::string repository = "nvcr.io/nvidia";
+  std::string image = "driver";
   std::string version;
   bool use_precompiled = false;
   std::string kernel_module_type = "auto";
   std::string os_tag = "ubuntu22.04";
+  // Set in the driver container, after (and overriding by name) the variables gpuop sets.
+  std::vector<EnvVar> env;
+  // Replace the driver container's arguments ("init") when not empty.
+  std::vector<std::string> args;
+  // Replace the driver container's resources when set.
+  std::optional<ResourceRequirements> resources;
+};
+
+// Where the components reach the API server, instead of the `kubernetes` Service the kubelet
+// hands every container (KUBERNETES_SERVICE_HOST/PORT): for clusters without kube-proxy, or
+// whose components run with hostNetwork and cannot reach a Service IP.
+struct ApiServerSpec {
+  std::string host;  // DNS name, IPv4 or IPv6 address (without brackets)
+  int port = 0;      // 1..65535
 };
 
 // The components that run on every GPU node, one DaemonSet each.
@@ -124,6 +155,10 @@ struct PolicySpec {
   std::vector<std::string> image_pull_secrets;
   std::map<std::string, std::string> node_selector;
   nlohmann::json tolerations = nlohmann::json::array();
+  // Every component pod runs in its node's network namespace (hostNetwork, with dnsPolicy
+  // ClusterFirstWithHostNet); the ports they listen on open on the node.
+  bool host_network = false;
+  std::optional<ApiServerSpec> api_server;
   DriverSpec driver;
   ComponentsSpec components;
   UpgradeSpec upgrade;

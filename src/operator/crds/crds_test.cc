@@ -1,9 +1,17 @@
 // The embedded CRDs parse, and their defaults are the ones the C++ types assume.
 #include "operator/crds/crds.h"
 
+#include <functional>
+#include <regex>
+#include <string>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "operator/api/policy.h"
 
 namespace gpuop::op {
@@ -54,7 +62,13 @@ TEST(CrdsTest, PolicyDefaultsAgreeWithTheParser) {
   const PolicySpec& a = from_crd->spec;
   const PolicySpec& b = from_parser->spec;
   EXPECT_EQ(a.image, b.image);
+  EXPECT_EQ(a.host_network, b.host_network);
+  EXPECT_EQ(a.api_server.has_value(), b.api_server.has_value());
   EXPECT_EQ(a.driver.repository, b.driver.repository);
+  EXPECT_EQ(a.driver.image, b.driver.image);
+  EXPECT_EQ(a.driver.env, b.driver.env);
+  EXPECT_EQ(a.driver.args, b.driver.args);
+  EXPECT_EQ(a.driver.resources.has_value(), b.driver.resources.has_value());
   for (Component c : kAllComponents) {
     EXPECT_EQ(a.Enabled(c), b.Enabled(c)) << ComponentName(c);
   }
@@ -78,6 +92,160 @@ TEST(CrdsTest, PolicyDefaultsAgreeWithTheParser) {
   EXPECT_EQ(a.remediation.window, b.remediation.window);
   EXPECT_EQ(a.remediation.step_timeout, b.remediation.step_timeout);
   EXPECT_EQ(a.remediation.reboot_annotation, b.remediation.reboot_annotation);
+}
+
+// The schema of a property below spec ("apiServer.host", "driver.env[].name", with "*" for a
+// map's values).
+const nlohmann::json& SpecProperty(const std::string& path) {
+  const nlohmann::json* node =
+      &Crd("gpuclusterpolicies.gpuop.io")["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+                                         ["properties"]["spec"];
+  for (absl::string_view part : absl::StrSplit(path, '.')) {
+    const bool list = absl::ConsumeSuffix(&part, "[]");
+    node =
+        part == "*" ? &(*node)["additionalProperties"] : &(*node)["properties"][std::string(part)];
+    if (list) node = &(*node)["items"];
+  }
+  return *node;
+}
+
+// Whether the API server would take `value` for a string property: its length bounds and its
+// pattern (Go's RE2 there; the patterns use only what ECMAScript reads the same way).
+bool CrdAccepts(const nlohmann::json& schema, const std::string& value) {
+  if (schema.contains("minLength") && value.size() < schema["minLength"].get<size_t>())
+    return false;
+  if (schema.contains("maxLength") && value.size() > schema["maxLength"].get<size_t>())
+    return false;
+  if (!schema.contains("pattern")) return true;
+  return std::regex_search(value, std::regex(schema["pattern"].get<std::string>()));
+}
+
+// The parser's answer for `spec` (a GPUClusterPolicy spec).
+bool ParserAccepts(const nlohmann::json& spec) {
+  return ParseClusterPolicy({{"metadata", {{"name", "default"}}}, {"spec", spec}}).ok();
+}
+
+TEST(CrdsTest, PatternsAgreeWithTheParser) {
+  const std::string long_label(64, 'a');
+  const std::string label63(63, 'a');
+  const std::string too_long = absl::StrCat(label63, ".", label63, ".", label63, ".", label63);
+  struct Field {
+    std::string path;
+    std::function<nlohmann::json(const std::string&)> spec;
+    std::vector<std::string> values;
+  };
+  const nlohmann::json no_driver = {{"enabled", false}};
+  const std::vector<Field> fields = {
+      {"apiServer.host",
+       [&](const std::string& v) {
+         return nlohmann::json{{"driver", no_driver}, {"apiServer", {{"host", v}, {"port", 6443}}}};
+       },
+       {"127.0.0.1",
+        "localhost",
+        "api.example.com",
+        "fd00::1",
+        "::1",
+        "::ffff:10.0.0.1",
+        "a-b.c",
+        label63,
+        long_label,
+        too_long,
+        "",
+        "-a",
+        "a-",
+        "a..b",
+        ".a",
+        "a.",
+        "[::1]",
+        "10.0.0.1:6443x",
+        "10.0.0.1:6443",
+        "fd00:1",
+        "a:b:c",
+        "https://a",
+        "a b",
+        "a_b",
+        "fd00::1%eth0",
+        "g::1",
+        ":"}},
+      {"driver.image",
+       [&](const std::string& v) {
+         return nlohmann::json{{"driver", {{"enabled", false}, {"image", v}}}};
+       },
+       {"driver", "k8s/driver", "a", "a.b_c-d", "", "Driver", "driver:1", "driver@sha256", "-a",
+        "a/", "/a", "a b"}},
+      {"driver.env[].name",
+       [&](const std::string& v) {
+         return nlohmann::json{
+             {"driver", {{"enabled", false}, {"env", {{{"name", v}, {"value", "x"}}}}}}};
+       },
+       {"A", "a_b", "-x", ".x", "x.y-z", "_1", "", "1A", "A=B", "A B", "Ä"}},
+      {"driver.resources.requests.*",
+       [&](const std::string& v) {
+         return nlohmann::json{
+             {"driver", {{"enabled", false}, {"resources", {{"requests", {{"cpu", v}}}}}}}};
+       },
+       {"1",     "0", "500m", "1.5", "1.", ".5",  "4Gi", "1Ki",  "2E", "1e3",  "1E-2", "1e+3",
+        "1.5e3", "",  ".",    "-1",  "+1", "1Gb", "1e",  "1ee3", "Gi", "1 Gi", "1KiB", "1.5.5"}},
+      {"driver.resources.limits.*",
+       [&](const std::string& v) {
+         return nlohmann::json{
+             {"driver", {{"enabled", false}, {"resources", {{"limits", {{"memory", v}}}}}}}};
+       },
+       {"4Gi", "64Mi", "1m", "lots", "-4Gi"}},
+  };
+  for (const auto& field : fields) {
+    const nlohmann::json& schema = SpecProperty(field.path);
+    ASSERT_TRUE(schema.contains("pattern")) << field.path;
+    for (const auto& value : field.values) {
+      EXPECT_EQ(CrdAccepts(schema, value), ParserAccepts(field.spec(value)))
+          << field.path << " = \"" << value << "\"";
+    }
+  }
+}
+
+TEST(CrdsTest, BoundsAgreeWithTheParser) {
+  struct Bound {
+    std::string path;
+    std::function<nlohmann::json(int64_t)> spec;
+  };
+  const std::vector<Bound> bounds = {
+      {"apiServer.port",
+       [](int64_t v) {
+         return nlohmann::json{{"driver", {{"enabled", false}}},
+                               {"apiServer", {{"host", "127.0.0.1"}, {"port", v}}}};
+       }},
+      {"components.exporter.port",
+       [](int64_t v) {
+         return nlohmann::json{{"driver", {{"enabled", false}}},
+                               {"components", {{"exporter", {{"port", v}}}}}};
+       }},
+  };
+  for (const auto& bound : bounds) {
+    const nlohmann::json& schema = SpecProperty(bound.path);
+    const int64_t min = schema.at("minimum").get<int64_t>();
+    const int64_t max = schema.at("maximum").get<int64_t>();
+    EXPECT_TRUE(ParserAccepts(bound.spec(min))) << bound.path << " = " << min;
+    EXPECT_TRUE(ParserAccepts(bound.spec(max))) << bound.path << " = " << max;
+    EXPECT_FALSE(ParserAccepts(bound.spec(min - 1))) << bound.path << " = " << min - 1;
+    EXPECT_FALSE(ParserAccepts(bound.spec(max + 1))) << bound.path << " = " << max + 1;
+  }
+  for (const char* list : {"requests", "limits"}) {
+    const nlohmann::json& schema = SpecProperty(absl::StrCat("driver.resources.", list));
+    const size_t max = schema.at("maxProperties").get<size_t>();
+    auto with = [&](size_t n) {
+      nlohmann::json resources = nlohmann::json::object();
+      for (size_t i = 0; i < n; ++i) resources[absl::StrCat("example.com/r", i)] = "1";
+      return nlohmann::json{{"driver", {{"enabled", false}, {"resources", {{list, resources}}}}}};
+    };
+    EXPECT_TRUE(ParserAccepts(with(max))) << list;
+    EXPECT_FALSE(ParserAccepts(with(max + 1))) << list;
+  }
+  const nlohmann::json& api_server = SpecProperty("apiServer");
+  EXPECT_EQ(api_server["required"], nlohmann::json({"host", "port"}));
+  EXPECT_FALSE(ParserAccepts({{"driver", {{"enabled", false}}}, {"apiServer", {{"host", "h"}}}}));
+  EXPECT_FALSE(ParserAccepts({{"driver", {{"enabled", false}}}, {"apiServer", {{"port", 1}}}}));
+  EXPECT_EQ(SpecProperty("driver.env").value("x-kubernetes-list-type", ""), "map")
+      << "names are unique, as the parser requires";
 }
 
 TEST(CrdsTest, GpuNodesPrintTheFleetTable) {

@@ -140,10 +140,14 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
 
 ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
                             const std::string& repository, const std::string& version) {
-  ComponentSpec s{
-      .component = Component::kDriver,
-      .image = absl::StrCat(repository, "/driver:", version, "-", policy.driver.os_tag)};
-  s.command = {"nvidia-driver", "init"};
+  const DriverSpec& d = policy.driver;
+  ComponentSpec s{.component = Component::kDriver,
+                  .image = absl::StrCat(repository, "/", d.image, ":", version, "-", d.os_tag)};
+  // NVIDIA's driver container: driver.args replace "init", as in NVIDIA's ClusterPolicy.
+  s.command = {"nvidia-driver"};
+  s.args = d.args.empty() ? std::vector<std::string>{"init"} : d.args;
+  s.env = d.env;
+  s.resources = d.resources;
   // Loads kernel modules and exposes its root to the other components.
   s.privileged = true;
   s.host_pid = true;

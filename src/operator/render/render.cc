@@ -1,5 +1,7 @@
 #include "operator/render/render.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "operator/nodes/node_labels.h"
 #include "operator/render/component_spec.h"
@@ -87,6 +89,23 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
     env.push_back({{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}});
     env.push_back({{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility,compute"}});
   }
+  if (policy.api_server.has_value() && !s.rules.empty()) {
+    // A container's own variables win over the service variables the kubelet injects, so these
+    // point the in-cluster configuration (src/kube/config) at the given address.
+    env.push_back({{"name", "KUBERNETES_SERVICE_HOST"}, {"value", policy.api_server->host}});
+    env.push_back(
+        {{"name", "KUBERNETES_SERVICE_PORT"}, {"value", absl::StrCat(policy.api_server->port)}});
+  }
+  for (const auto& var : s.env) {
+    Json entry = {{"name", var.name}, {"value", var.value}};
+    auto same =
+        std::find_if(env.begin(), env.end(), [&](const Json& e) { return e["name"] == var.name; });
+    if (same != env.end()) {
+      *same = std::move(entry);
+    } else {
+      env.push_back(std::move(entry));
+    }
+  }
   Json volumes = Json::array();
   Json mounts = Json::array();
   for (const auto& m : s.mounts) {
@@ -111,6 +130,11 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
   }
   Json resources = {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}};
   if (!s.memory_limit.empty()) resources["limits"] = {{"memory", s.memory_limit}};
+  if (s.resources.has_value()) {
+    resources = Json::object();
+    if (!s.resources->requests.empty()) resources["requests"] = s.resources->requests;
+    if (!s.resources->limits.empty()) resources["limits"] = s.resources->limits;
+  }
   Json container = {{"name", component},
                     {"image", s.image},
                     {"imagePullPolicy", policy.image_pull_policy},
@@ -119,8 +143,16 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
                     {"resources", resources},
                     {"securityContext", security},
                     {"volumeMounts", mounts}};
+  if (!s.args.empty()) container["args"] = s.args;
   if (!s.ports.empty()) container["ports"] = s.ports;
-  if (!s.readiness_probe.is_null()) container["readinessProbe"] = s.readiness_probe;
+  if (!s.readiness_probe.is_null()) {
+    container["readinessProbe"] = s.readiness_probe;
+    // With hostNetwork the pod's IP is the node's: the kubelet, on the same host, probes
+    // loopback instead, so probes never go to the node's address.
+    if (policy.host_network && s.readiness_probe.contains("httpGet")) {
+      container["readinessProbe"]["httpGet"]["host"] = "127.0.0.1";
+    }
+  }
 
   Json pod_spec = {{"serviceAccountName", name},
                    {"automountServiceAccountToken", !s.rules.empty()},
@@ -130,6 +162,11 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
                    {"containers", Json::array({container})},
                    {"volumes", volumes}};
   if (s.host_pid) pod_spec["hostPID"] = true;
+  if (policy.host_network) {
+    pod_spec["hostNetwork"] = true;
+    // Cluster DNS still resolves for the components (the default would be the node's).
+    pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet";
+  }
   if (s.uses_gpus && runtime_class) pod_spec["runtimeClassName"] = kNvidiaRuntimeClass;
   if (!policy.image_pull_secrets.empty()) {
     Json secrets = Json::array();

@@ -42,7 +42,9 @@ struct RenderInput {
 // policy's, gpuop-driver-<pool> for the others), all OnDelete so upgrades go node by node.
 // Objects come in apply order (ServiceAccounts and RBAC before the DaemonSets that use them).
 // Every object carries the managed-by and component labels, so that what is no longer rendered
-// can be found and pruned.
+// can be found and pruned. With policy.host_network every pod runs with hostNetwork (dnsPolicy
+// ClusterFirstWithHostNet, HTTP probes on 127.0.0.1); with policy.api_server every container
+// that talks to the API server gets KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
 [[nodiscard]] absl::StatusOr<std::vector<nlohmann::json>> RenderOperands(const RenderInput& input);
 
 // The name of the driver DaemonSet for a pool ("" for the policy's own): gpuop-driver or

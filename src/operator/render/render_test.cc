@@ -4,12 +4,14 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "agent/deviceplugin/config.h"
 
 namespace gpuop::op {
@@ -55,9 +57,21 @@ std::vector<Scenario> Scenarios() {
   minimal.components.validator = false;
   minimal.components.labels = false;
   minimal.components.device_plugin_config = "my-plugin-configs";
+  // No pod network, no kube-proxy: the node test's cluster.
+  PolicySpec host_network = DefaultPolicy();
+  host_network.host_network = true;
+  host_network.api_server = ApiServerSpec{.host = "127.0.0.1", .port = 6443};
+  host_network.image_pull_policy = "Never";
+  host_network.components.exporter_port = 19400;
+  host_network.driver.image = "driver-custom";
+  host_network.driver.env = {{"NODE_NAME", "overridden"}, {"NVIDIA_DRIVER_DEBUG", "1"}};
+  host_network.driver.args = {"init", "--accept-license"};
+  host_network.driver.resources =
+      ResourceRequirements{.requests = {{"cpu", "1"}}, .limits = {{"memory", "4Gi"}}};
   return {{"default", {.policy = DefaultPolicy()}},
           {"pools", {.policy = everything, .pools = pools, .ns = "gpu-operators"}},
-          {"minimal", {.policy = minimal}}};
+          {"minimal", {.policy = minimal}},
+          {"hostnetwork", {.policy = host_network, .pools = pools}}};
 }
 
 std::vector<Json> Render(const RenderInput& input) {
@@ -144,6 +158,125 @@ TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
                 o["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]);
     }
   }
+}
+
+// The value of the container's variable `name`, or nullopt when it has none.
+std::optional<std::string> EnvValue(const Json& container, const std::string& name) {
+  for (const auto& e : container["env"]) {
+    if (e["name"] == name) return e.value("value", "");
+  }
+  return std::nullopt;
+}
+
+TEST(RenderTest, HostNetworkAndTheApiServerAddressReachEveryPod) {
+  for (const auto& scenario : Scenarios()) {
+    const PolicySpec& policy = scenario.input.policy;
+    const std::vector<Json> objects = Render(scenario.input);
+    int daemon_sets = 0;
+    for (const auto& o : objects) {
+      if (o["kind"] != "DaemonSet") continue;
+      ++daemon_sets;
+      const Json& pod = o["spec"]["template"]["spec"];
+      const Json& container = pod["containers"][0];
+      if (policy.host_network) {
+        EXPECT_EQ(pod.value("hostNetwork", false), true) << scenario.name << " " << Id(o);
+        EXPECT_EQ(pod.value("dnsPolicy", ""), "ClusterFirstWithHostNet") << Id(o);
+      } else {
+        EXPECT_FALSE(pod.contains("hostNetwork")) << scenario.name << " " << Id(o);
+        EXPECT_FALSE(pod.contains("dnsPolicy")) << scenario.name << " " << Id(o);
+      }
+      if (container.contains("readinessProbe") && container["readinessProbe"].contains("httpGet")) {
+        EXPECT_EQ(container["readinessProbe"]["httpGet"].contains("host"), policy.host_network)
+            << scenario.name << " " << Id(o);
+        if (policy.host_network) {
+          EXPECT_EQ(container["readinessProbe"]["httpGet"]["host"], "127.0.0.1") << Id(o);
+        }
+      }
+      // The containers that talk to the API server are those with a token.
+      const bool talks = pod["automountServiceAccountToken"].get<bool>();
+      const std::optional<std::string> host = EnvValue(container, "KUBERNETES_SERVICE_HOST");
+      const std::optional<std::string> port = EnvValue(container, "KUBERNETES_SERVICE_PORT");
+      if (policy.api_server.has_value() && talks) {
+        EXPECT_EQ(host, policy.api_server->host) << scenario.name << " " << Id(o);
+        EXPECT_EQ(port, absl::StrCat(policy.api_server->port)) << scenario.name << " " << Id(o);
+      } else {
+        EXPECT_EQ(host, std::nullopt) << scenario.name << " " << Id(o);
+        EXPECT_EQ(port, std::nullopt) << scenario.name << " " << Id(o);
+      }
+      EXPECT_EQ(container["imagePullPolicy"], policy.image_pull_policy) << Id(o);
+    }
+    EXPECT_GT(daemon_sets, 0) << scenario.name;
+  }
+  // At least one scenario has each setting, and one the opposite.
+  int with = 0;
+  int without = 0;
+  for (const auto& scenario : Scenarios()) {
+    (scenario.input.policy.host_network && scenario.input.policy.api_server ? with : without)++;
+  }
+  EXPECT_GT(with, 0);
+  EXPECT_GT(without, 0);
+}
+
+TEST(RenderTest, PortsOnOneNodeAreDistinct) {
+  // With hostNetwork every containerPort opens on the node: no two components may share one.
+  for (const auto& scenario : Scenarios()) {
+    std::set<int> ports;
+    for (const auto& o : Render(scenario.input)) {
+      if (o["kind"] != "DaemonSet") continue;
+      for (const auto& c : o["spec"]["template"]["spec"]["containers"]) {
+        for (const auto& p : c.value("ports", Json::array())) {
+          EXPECT_TRUE(ports.insert(p["containerPort"].get<int>()).second)
+              << scenario.name << " " << Id(o) << " port " << p["containerPort"];
+        }
+      }
+    }
+  }
+  const std::vector<Json> objects = Render(Scenarios()[3].input);
+  const Json* exporter = Find(objects, "DaemonSet/gpuop-exporter");
+  ASSERT_NE(exporter, nullptr);
+  const Json& container = exporter->at("spec").at("template").at("spec").at("containers")[0];
+  EXPECT_EQ(container["ports"][0]["containerPort"], 19400);
+  EXPECT_THAT(container["command"].get<std::vector<std::string>>(),
+              ::testing::Contains("--listen=:19400"));
+}
+
+TEST(RenderTest, TheDriverContainerTakesTheSpecsImageEnvArgsAndResources) {
+  const std::vector<Json> defaults = Render(Scenarios()[0].input);
+  const Json* base = Find(defaults, "DaemonSet/gpuop-driver");
+  ASSERT_NE(base, nullptr);
+  const Json& plain = base->at("spec").at("template").at("spec").at("containers")[0];
+  EXPECT_EQ(plain["image"], "nvcr.io/nvidia/driver:570.86.15-ubuntu22.04");
+  EXPECT_EQ(plain["command"], Json({"nvidia-driver"}));
+  EXPECT_EQ(plain["args"], Json({"init"}));
+  EXPECT_EQ(plain["imagePullPolicy"], "IfNotPresent");
+  EXPECT_EQ(plain["resources"], Json::parse(R"({"requests": {"cpu": "10m", "memory": "16Mi"}})"));
+
+  const std::vector<Json> objects = Render(Scenarios()[3].input);
+  for (const char* name : {"DaemonSet/gpuop-driver", "DaemonSet/gpuop-driver-h100"}) {
+    const Json* driver = Find(objects, name);
+    ASSERT_NE(driver, nullptr) << name;
+    const Json& c = driver->at("spec").at("template").at("spec").at("containers")[0];
+    EXPECT_EQ(c["image"], std::string(name) == "DaemonSet/gpuop-driver"
+                              ? "nvcr.io/nvidia/driver-custom:570.86.15-ubuntu22.04"
+                              : "nvcr.io/nvidia/driver-custom:580.65.06-ubuntu22.04");
+    EXPECT_EQ(c["command"], Json({"nvidia-driver"}));
+    EXPECT_EQ(c["args"], Json({"init", "--accept-license"}));
+    EXPECT_EQ(c["imagePullPolicy"], "Never");
+    EXPECT_EQ(EnvValue(c, "NODE_NAME"), "overridden") << "the spec's value replaces gpuop's";
+    EXPECT_EQ(EnvValue(c, "NVIDIA_DRIVER_DEBUG"), "1");
+    EXPECT_EQ(EnvValue(c, "POD_NAME"), "");
+    int node_names = 0;
+    for (const auto& e : c["env"]) node_names += e["name"] == "NODE_NAME" ? 1 : 0;
+    EXPECT_EQ(node_names, 1);
+    EXPECT_EQ(c["resources"],
+              Json::parse(R"({"requests": {"cpu": "1"}, "limits": {"memory": "4Gi"}})"));
+  }
+  // Only the driver takes them.
+  const Json* plugin = Find(objects, "DaemonSet/gpuop-device-plugin");
+  ASSERT_NE(plugin, nullptr);
+  const Json& c = plugin->at("spec").at("template").at("spec").at("containers")[0];
+  EXPECT_EQ(EnvValue(c, "NVIDIA_DRIVER_DEBUG"), std::nullopt);
+  EXPECT_FALSE(c.contains("args"));
 }
 
 TEST(RenderTest, DisabledComponentsAreNotRendered) {

@@ -24,3 +24,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "gpuop.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
+
+{{/*
+The host of the operator's HTTP probes: with hostNetwork the pod's IP is the node's, and the
+kubelet (on the same host) probes loopback instead of the node's address. Empty otherwise.
+*/}}
+{{- define "gpuop.probeHost" -}}
+{{- if .Values.hostNetwork }}host: 127.0.0.1{{ end }}
+{{- end }}
