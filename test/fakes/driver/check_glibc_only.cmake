@@ -2,6 +2,7 @@
 # EXPORTS, a regular expression. The fake driver libraries and the simulated driver container's
 # programs must run in containers that have nothing else (../CMakeLists.txt).
 #   cmake -DREADELF=<readelf> -DFILE=<file> [-DEXPORTS=<regex>] -P check_glibc_only.cmake
+cmake_policy(VERSION 3.25)
 set(allowed libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2
     ld-linux-aarch64.so.1)
 
