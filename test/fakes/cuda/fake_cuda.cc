@@ -106,8 +106,7 @@ std::vector<Device> NvmlDevices(bool* found) {
       nvmlPciInfo_t info{};
       if (handle(i, &device) != NVML_SUCCESS || pci(device, &info) != NVML_SUCCESS) continue;
       char bus_id[32];
-      std::snprintf(bus_id, sizeof(bus_id), "%04x:%02x:%02x.0", info.domain, info.bus,
-                    info.device);
+      std::snprintf(bus_id, sizeof(bus_id), "%04x:%02x:%02x.0", info.domain, info.bus, info.device);
       char device_name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
       if (name(device, device_name, sizeof(device_name)) != NVML_SUCCESS) {
         std::strcpy(device_name, kDefaultName);
@@ -131,9 +130,7 @@ std::vector<Device> EnumerateDevices() {
 }
 
 // Callers hold mu.
-bool ValidDevice(int device) {
-  return device >= 0 && static_cast<size_t>(device) < devices.size();
-}
+bool ValidDevice(int device) { return device >= 0 && static_cast<size_t>(device) < devices.size(); }
 
 // CUDA accepts a 4- or 8-digit PCI domain ("0000:17:00.0", "00000000:17:00.0").
 bool SameBusId(const std::string& device, const char* asked) {

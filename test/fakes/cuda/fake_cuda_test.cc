@@ -1,17 +1,16 @@
 // The fake libcuda's device list: GPUOP_FAKE_CUDA_DEVICES, else what the fake NVML shows this
 // process (device visibility included).
 
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -39,8 +38,8 @@ const Cuda& LoadCuda() {
     out.bus_id =
         reinterpret_cast<CUresult (*)(char*, int, int)>(dlsym(library, "cuDeviceGetPCIBusId"));
     out.name = reinterpret_cast<CUresult (*)(char*, int, int)>(dlsym(library, "cuDeviceGetName"));
-    out.by_bus_id = reinterpret_cast<CUresult (*)(int*, const char*)>(
-        dlsym(library, "cuDeviceGetByPCIBusId"));
+    out.by_bus_id =
+        reinterpret_cast<CUresult (*)(int*, const char*)>(dlsym(library, "cuDeviceGetByPCIBusId"));
     return out;
   }();
   return cuda;

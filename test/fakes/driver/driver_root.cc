@@ -35,8 +35,8 @@ std::string Unescape(absl::string_view text) {
   auto octal = [](char c) { return c >= '0' && c <= '7'; };
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 3 < text.size() && octal(text[i + 1]) &&
-        octal(text[i + 2]) && octal(text[i + 3])) {
+    if (text[i] == '\\' && i + 3 < text.size() && octal(text[i + 1]) && octal(text[i + 2]) &&
+        octal(text[i + 3])) {
       out.push_back(static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 +
                                       (text[i + 3] - '0')));
       i += 3;
@@ -99,8 +99,8 @@ absl::Status BuildTree(const std::string& root, const std::string& version,
     return status;
   }
   if (absl::Status status = MakeDirectories(Join(driver_root, "dev")); !status.ok()) return status;
-  for (const std::string& file : {absl::StrCat("libnvidia-ml.so.", version),
-                                  absl::StrCat("libcuda.so.", version)}) {
+  for (const std::string& file :
+       {absl::StrCat("libnvidia-ml.so.", version), absl::StrCat("libcuda.so.", version)}) {
     absl::Status status = CopyFileAtomically(Join(root, absl::StrCat(kLibraryDir, "/", file)),
                                              absl::StrCat(libraries, "/", file), 0755);
     if (!status.ok()) return status;
@@ -147,7 +147,8 @@ absl::Status MakeDirectories(const std::string& path) {
 absl::Status CopyFileAtomically(const std::string& from, const std::string& to, mode_t mode) {
   std::ifstream in(from, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("read ", from, ": ", Errno()));
-  const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string contents((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   if (in.bad()) return absl::DataLossError(absl::StrCat("read ", from, ": ", Errno()));
   std::string temporary = to + ".tmp-XXXXXX";
   const int fd = mkostemp(temporary.data(), O_CLOEXEC);
@@ -160,7 +161,8 @@ absl::Status CopyFileAtomically(const std::string& from, const std::string& to, 
     if (wrote <= 0) failed = absl::StrCat("write ", temporary, ": ", Errno());
     if (wrote > 0) done += static_cast<size_t>(wrote);
   }
-  if (failed.empty() && fchmod(fd, mode) != 0) failed = absl::StrCat("chmod ", temporary, ": ", Errno());
+  if (failed.empty() && fchmod(fd, mode) != 0)
+    failed = absl::StrCat("chmod ", temporary, ": ", Errno());
   if (failed.empty() && fsync(fd) != 0) failed = absl::StrCat("fsync ", temporary, ": ", Errno());
   close(fd);
   if (failed.empty() && rename(temporary.c_str(), to.c_str()) != 0) {
@@ -203,8 +205,8 @@ absl::StatusOr<Installed> InstallUserspace(const InstallSpec& spec) {
   absl::Status status = fakenvml::WriteLibraryWithScenario(
       absl::StrCat(spec.lib_dir, "/libnvidia-ml.so.1"), spec.scenario_yaml, installed.libraries[0]);
   if (!status.ok()) return status;
-  status = CopyFileAtomically(absl::StrCat(spec.lib_dir, "/libcuda.so.1"), installed.libraries[1],
-                              0755);
+  status =
+      CopyFileAtomically(absl::StrCat(spec.lib_dir, "/libcuda.so.1"), installed.libraries[1], 0755);
   if (!status.ok()) return status;
   const std::pair<std::string, std::string> links[] = {
       {absl::StrCat("libnvidia-ml.so.", spec.version), "libnvidia-ml.so.1"},
@@ -244,8 +246,7 @@ absl::StatusOr<Published> PublishDriverRoot(const std::string& root, const std::
     if (mount(root.c_str(), driver_root.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == 0) {
       return Published::kMount;
     }
-    const std::string why =
-        absl::StrCat("mount --rbind ", root, " ", driver_root, ": ", Errno());
+    const std::string why = absl::StrCat("mount --rbind ", root, " ", driver_root, ": ", Errno());
     if (how == Publish::kRbind) return absl::UnavailableError(why);
     log(absl::StrCat(why, "; SIMULATED fallback: building the driver root at ", driver_root,
                      " as a directory tree instead"));

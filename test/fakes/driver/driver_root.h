@@ -6,11 +6,11 @@
 // node (/run/nvidia/driver), as NVIDIA's driver container does with nvidia-installer and
 // `mount --rbind / /run/nvidia/driver`.
 
-#include <sys/types.h>
-
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -1,14 +1,14 @@
 #include "test/fakes/driver/holders.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -148,8 +148,8 @@ std::vector<Holder> FindHolders(const HolderQuery& query) {
 std::string DescribeHolders(const std::vector<Holder>& holders) {
   std::string out;
   for (const Holder& holder : holders) {
-    absl::StrAppend(&out, "  pid ", holder.pid, " (", holder.command, "): ",
-                    absl::StrJoin(holder.what, ", "), "\n");
+    absl::StrAppend(&out, "  pid ", holder.pid, " (", holder.command,
+                    "): ", absl::StrJoin(holder.what, ", "), "\n");
   }
   return out;
 }

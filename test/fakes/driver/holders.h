@@ -16,10 +16,10 @@
 //     file name (a bind mount of an overlayfs file can show the layer's device on some kernels).
 // The scanning process itself never counts.
 
-#include <sys/types.h>
-
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace gpuop::fakedriver {
 

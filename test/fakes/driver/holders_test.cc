@@ -2,7 +2,14 @@
 
 #include "test/fakes/driver/holders.h"
 
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -10,14 +17,6 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <csignal>
-#include <cstdio>
-#include <fstream>
-#include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
 #include "test/fakes/driver/nodes.h"
@@ -128,10 +127,9 @@ TEST_F(HoldersTest, FindsNodesAndLibrariesInAFakeProc) {
   EXPECT_EQ(holders[1].pid, 200);
   EXPECT_THAT(holders[1].what,
               ElementsAre("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.86.15 (mapped)"));
-  EXPECT_EQ(DescribeHolders(holders),
-            absl::StrCat("  pid 100 (python3): ", node,
-                         "\n  pid 200 (dcgm): /usr/lib/x86_64-linux-gnu/"
-                         "libnvidia-ml.so.570.86.15 (mapped)\n"));
+  EXPECT_EQ(DescribeHolders(holders), absl::StrCat("  pid 100 (python3): ", node,
+                                                   "\n  pid 200 (dcgm): /usr/lib/x86_64-linux-gnu/"
+                                                   "libnvidia-ml.so.570.86.15 (mapped)\n"));
 }
 
 TEST_F(HoldersTest, FindsARealProcessHoldingANode) {

@@ -61,8 +61,8 @@ bool ParseFlags(const std::vector<std::string>& args, const std::vector<std::str
     std::string name = args[i];
     std::string value;
     bool has_value = false;
-    if (const size_t equals = name.find('='); absl::StartsWith(name, "--") &&
-                                              equals != std::string::npos) {
+    if (const size_t equals = name.find('=');
+        absl::StartsWith(name, "--") && equals != std::string::npos) {
       value = name.substr(equals + 1);
       name = name.substr(0, equals);
       has_value = true;
@@ -102,8 +102,8 @@ int DriverCommand(const std::string& command, const std::vector<std::string>& ar
   for (int i = 0; i < 6; ++i) {
     if (const auto it = flags.find(names[i]); it != flags.end()) {
       if (it->second.empty() || it->second[0] != '/') {
-        return Usage(absl::StrCat(names[i], ": expected an absolute path, got \"", it->second,
-                                  "\""));
+        return Usage(
+            absl::StrCat(names[i], ": expected an absolute path, got \"", it->second, "\""));
       }
       *fields[i] = it->second;
     }
@@ -116,8 +116,8 @@ int DriverCommand(const std::string& command, const std::vector<std::string>& ar
     } else if (it->second == "tree") {
       options.publish = gpuop::fakedriver::Publish::kTree;
     } else {
-      return Usage(absl::StrCat("--publish: expected auto, rbind or tree, got \"", it->second,
-                                "\""));
+      return Usage(
+          absl::StrCat("--publish: expected auto, rbind or tree, got \"", it->second, "\""));
     }
   }
   options.scenario = Env("GPUOP_FAKE_NVML_SCENARIO");
@@ -129,8 +129,9 @@ int DriverCommand(const std::string& command, const std::vector<std::string>& ar
 int EmbedCommand(const std::vector<std::string>& args) {
   std::map<std::string, std::string> flags;
   std::string why;
-  if (!ParseFlags(args, {"--library", "--scenario", "--out", "--node", "--device-nodes", "--lib-dir"},
-                  {}, {}, &flags, &why)) {
+  if (!ParseFlags(args,
+                  {"--library", "--scenario", "--out", "--node", "--device-nodes", "--lib-dir"}, {},
+                  {}, &flags, &why)) {
     return Usage(why);
   }
   for (const char* required : {"--library", "--scenario", "--out"}) {
@@ -154,8 +155,8 @@ int EmbedCommand(const std::vector<std::string>& args) {
   char buffer[4096];
   while (const size_t got = std::fread(buffer, 1, sizeof(buffer), file)) text.append(buffer, got);
   std::fclose(file);
-  absl::StatusOr<std::string> embedded = gpuop::fakenvml::MakeEmbeddedScenario(
-      text, *path, flags["--node"], flags["--device-nodes"]);
+  absl::StatusOr<std::string> embedded =
+      gpuop::fakenvml::MakeEmbeddedScenario(text, *path, flags["--node"], flags["--device-nodes"]);
   if (!embedded.ok()) {
     std::fprintf(stderr, "nvidia-driver: %s\n", std::string(embedded.status().message()).c_str());
     return kExitFailed;

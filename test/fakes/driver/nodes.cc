@@ -11,8 +11,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace gpuop::fakedriver {
 namespace {
@@ -49,9 +49,9 @@ absl::Status CreateNodes(const std::string& dev_root, const std::vector<NodeSpec
   for (const NodeSpec& node : nodes) {
     const std::string path = absl::StrCat(dev_root, "/", node.name);
     if (Simulated(path) < 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "mknod ", path, ": it exists and is not a simulated node (character device ",
-          kNodeMajor, ":", kNodeMinor, "); not replacing it"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("mknod ", path, ": it exists and is not a simulated node (character device ",
+                       kNodeMajor, ":", kNodeMinor, "); not replacing it"));
     }
     if (unlink(path.c_str()) != 0 && errno != ENOENT) {
       return absl::UnavailableError(absl::StrCat("replace ", path, ": ", Errno()));

@@ -135,8 +135,8 @@ class PidFileLock {
       return false;
     }
     const std::string pid = absl::StrCat(getpid(), "\n");
-    if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) !=
-                                      static_cast<ssize_t>(pid.size())) {
+    if (ftruncate(fd_, 0) != 0 ||
+        pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
       *why = absl::StrCat("write ", path, ": ", Errno());
       return false;
     }
@@ -212,8 +212,8 @@ int RunInit(const Options& options) {
       "SIMULATED: gpuop's stand-in for NVIDIA's driver container: no kernel module is built or "
       "loaded and there is no GPU. The device nodes are character devices 1:7 and the libraries "
       "are gpuop's fake NVML and CUDA, playing scenario ",
-      *path, options.node_name.empty() ? "" : absl::StrCat(" for node ", options.node_name),
-      " (", scenario->gpus.size(), " GPUs)."));
+      *path, options.node_name.empty() ? "" : absl::StrCat(" for node ", options.node_name), " (",
+      scenario->gpus.size(), " GPUs)."));
   Say(absl::StrCat("Starting installation of NVIDIA driver version ", version,
                    " for Linux kernel version ", KernelRelease(), "\n"));
 
@@ -256,8 +256,8 @@ int RunInit(const Options& options) {
   if (!installed.ok()) return Fail(installed.status());
 
   Say("Mounting NVIDIA driver rootfs...");
-  absl::StatusOr<Published> published = PublishDriverRoot(
-      options.root, version, options.driver_root, options.publish, nodes, Say);
+  absl::StatusOr<Published> published =
+      PublishDriverRoot(options.root, version, options.driver_root, options.publish, nodes, Say);
   if (!published.ok()) return Fail(published.status());
 
   Say("Done, now waiting for signal");

@@ -19,15 +19,15 @@ inline constexpr const char* kAlreadyRunningMessage =
     "An instance of the NVIDIA driver is already running, aborting";
 
 struct Options {
-  std::string root = "/";                   // --root: where the user-space driver is installed
-  std::string dev_root = "/dev";            // --dev-root: where the device nodes are created
+  std::string root = "/";         // --root: where the user-space driver is installed
+  std::string dev_root = "/dev";  // --dev-root: where the device nodes are created
   std::string driver_root = "/run/nvidia/driver";  // --driver-root: published for the node
-  std::string run_dir = "/run/nvidia";      // --run-dir: nvidia-driver.pid, validations/
+  std::string run_dir = "/run/nvidia";             // --run-dir: nvidia-driver.pid, validations/
   std::string lib_dir = "/usr/share/gpuop-simulated/lib";  // --lib-dir: the fakes and presets
-  std::string proc = "/proc";               // --proc: where to look for holders
-  Publish publish = Publish::kAuto;         // --publish auto|rbind|tree
-  std::string scenario;                     // GPUOP_FAKE_NVML_SCENARIO; empty: the default
-  std::string node_name;                    // NODE_NAME
+  std::string proc = "/proc";                              // --proc: where to look for holders
+  Publish publish = Publish::kAuto;                        // --publish auto|rbind|tree
+  std::string scenario;   // GPUOP_FAKE_NVML_SCENARIO; empty: the default
+  std::string node_name;  // NODE_NAME
 };
 
 // Exit codes.

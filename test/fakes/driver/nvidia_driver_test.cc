@@ -2,15 +2,7 @@
 // device root, the container root, /run/nvidia and the driver root all live under one temporary
 // directory (--dev-root, --root, --run-dir, --driver-root).
 
-#include <dirent.h>
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "test/fakes/driver/nvidia_driver.h"
 
 #include <chrono>
 #include <csignal>
@@ -21,14 +13,22 @@
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "test/fakes/driver/driver_root.h"
 #include "test/fakes/driver/nodes.h"
-#include "test/fakes/driver/nvidia_driver.h"
 #include "test/fakes/nvml/embedded.h"
 #include "test/fakes/nvml/scenario.h"
 
@@ -100,8 +100,9 @@ class NvidiaDriverTest : public ::testing::Test {
   }
 
   std::vector<std::string> Flags() const {
-    return {"--root", root_, "--dev-root", dev_, "--driver-root", driver_root_,
-            "--run-dir", run_, "--lib-dir", GPUOP_FAKE_DRIVER_LIB_DIR, "--publish", "tree"};
+    return {"--root",     root_,       "--dev-root", dev_,        "--driver-root",
+            driver_root_, "--run-dir", run_,         "--lib-dir", GPUOP_FAKE_DRIVER_LIB_DIR,
+            "--publish",  "tree"};
   }
   std::vector<std::string> Env(const std::string& scenario = "h100-8x-nvswitch") const {
     return {"PATH=/usr/bin:/bin", "NODE_NAME=node-a",
@@ -235,10 +236,12 @@ TEST_F(NvidiaDriverTest, InitPublishesTheDriverAndSigtermTearsItDown) {
   EXPECT_EQ(Read(run_ + "/nvidia-driver.pid"), absl::StrCat(init, "\n"));
   EXPECT_THAT(Read(out_), HasSubstr("SIMULATED"));
 
-  std::vector<std::pair<std::string, mode_t>> nodes = {
-      {"nvidiactl", 0666},        {"nvidia-uvm", 0666},
-      {"nvidia-uvm-tools", 0666}, {"nvidia-modeset", 0666},
-      {"nvidia-caps/nvidia-cap1", 0400}, {"nvidia-caps/nvidia-cap2", 0444}};
+  std::vector<std::pair<std::string, mode_t>> nodes = {{"nvidiactl", 0666},
+                                                       {"nvidia-uvm", 0666},
+                                                       {"nvidia-uvm-tools", 0666},
+                                                       {"nvidia-modeset", 0666},
+                                                       {"nvidia-caps/nvidia-cap1", 0400},
+                                                       {"nvidia-caps/nvidia-cap2", 0444}};
   for (int i = 0; i < 8; ++i) nodes.emplace_back(absl::StrCat("nvidia", i), 0666);
   for (const auto& [name, mode] : nodes) {
     struct stat info {};
@@ -251,8 +254,8 @@ TEST_F(NvidiaDriverTest, InitPublishesTheDriverAndSigtermTearsItDown) {
   // The driver root: the libraries, with the node's scenario in the NVML one, and nvidia-smi.
   EXPECT_TRUE(Exists(absl::StrCat(driver_root_, "/", kTreeMarker)));
   EXPECT_TRUE(Exists(driver_root_ + "/usr/bin/nvidia-smi"));
-  for (const char* name : {"libnvidia-ml.so.1", "libcuda.so.570.86.15", "libcuda.so.1",
-                           "libcuda.so"}) {
+  for (const char* name :
+       {"libnvidia-ml.so.1", "libcuda.so.570.86.15", "libcuda.so.1", "libcuda.so"}) {
     EXPECT_TRUE(Exists(Library() + "/" + name)) << name;
   }
   absl::StatusOr<std::optional<std::string>> embedded =
@@ -384,12 +387,12 @@ TEST_F(NvidiaDriverTest, NvidiaSmiAnswersLikeTheRealOne) {
   EXPECT_THAT(none.out, HasSubstr("couldn't find libnvidia-ml.so"));
 
   // The tool the driver uses: a library carrying the scenario, looking for nodes in dev_.
-  const Result embedded =
-      Run(GPUOP_FAKE_NVIDIA_DRIVER,
-          {"embed-scenario", "--library", absl::StrCat(GPUOP_FAKE_DRIVER_LIB_DIR, "/libnvidia-ml.so.1"),
-           "--scenario", "l4-4x-pcie", "--out", lib + "/libnvidia-ml.so.1", "--node", "node-b",
-           "--device-nodes", dev_},
-          {});
+  const Result embedded = Run(
+      GPUOP_FAKE_NVIDIA_DRIVER,
+      {"embed-scenario", "--library", absl::StrCat(GPUOP_FAKE_DRIVER_LIB_DIR, "/libnvidia-ml.so.1"),
+       "--scenario", "l4-4x-pcie", "--out", lib + "/libnvidia-ml.so.1", "--node", "node-b",
+       "--device-nodes", dev_},
+      {});
   ASSERT_EQ(embedded.code, 0) << embedded.out << embedded.err;
   const std::vector<std::string> env = {absl::StrCat("LD_LIBRARY_PATH=", lib)};
 

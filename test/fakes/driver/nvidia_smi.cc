@@ -85,8 +85,8 @@ void PrintGpus(const Nvml& nvml, unsigned int count) {
       nvml.name(mig, mig_name, sizeof(mig_name));
       nvml.uuid(mig, mig_uuid, sizeof(mig_uuid));
       const char* profile = std::strstr(mig_name, "MIG ");
-      std::printf("  %-15s Device %2u: (UUID: %s)\n", profile != nullptr ? profile : "MIG",
-                  shown++, mig_uuid);
+      std::printf("  %-15s Device %2u: (UUID: %s)\n", profile != nullptr ? profile : "MIG", shown++,
+                  mig_uuid);
     }
   }
 }

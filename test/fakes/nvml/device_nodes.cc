@@ -41,9 +41,9 @@ absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
   const int control_fd = OpenNode(control, need_device);
   if (control_fd < 0) {
     const int error = errno;
-    const std::string why = absl::StrCat(
-        "device_nodes ", dir, ": ", control, ": ",
-        error == ENODEV ? "not a character device" : std::strerror(error));
+    const std::string why =
+        absl::StrCat("device_nodes ", dir, ": ", control, ": ",
+                     error == ENODEV ? "not a character device" : std::strerror(error));
     if (error == EACCES || error == EPERM) {
       return absl::PermissionDeniedError(absl::StrCat(why, " (NVML_ERROR_NO_PERMISSION)"));
     }

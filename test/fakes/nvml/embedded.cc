@@ -82,9 +82,10 @@ absl::StatusOr<std::optional<std::string>> ReadEmbeddedScenario(const std::strin
                  TrailerLength(trailer, static_cast<uint64_t>(info.st_size))) {
     const uint64_t room = static_cast<uint64_t>(info.st_size) - kScenarioTrailerSize;
     if (*length > room || *length > kMaxEmbeddedScenarioBytes) {
-      status = absl::DataLossError(absl::StrCat(
-          path, ": damaged embedded scenario: its trailer claims ", *length, " bytes, the file has ",
-          room, " before the trailer (limit ", kMaxEmbeddedScenarioBytes, ")"));
+      status = absl::DataLossError(
+          absl::StrCat(path, ": damaged embedded scenario: its trailer claims ", *length,
+                       " bytes, the file has ", room, " before the trailer (limit ",
+                       kMaxEmbeddedScenarioBytes, ")"));
     } else {
       std::string text(*length, '\0');
       if (!ReadAt(fd, text.data(), text.size(), static_cast<off_t>(room - *length))) {

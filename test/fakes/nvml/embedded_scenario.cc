@@ -41,16 +41,17 @@ absl::StatusOr<std::string> MakeEmbeddedScenario(absl::string_view yaml, absl::s
       return absl::InternalError(
           absl::StrCat("scenario ", origin, ": cannot write it back: ", out.GetLastError()));
     }
-    text = absl::StrCat("# SIMULATED: a gpuop fake NVML scenario, from ", origin,
-                        node.empty() ? "" : absl::StrCat(" for node ", node), "\n", out.c_str(),
-                        "\n");
+    text =
+        absl::StrCat("# SIMULATED: a gpuop fake NVML scenario, from ", origin,
+                     node.empty() ? "" : absl::StrCat(" for node ", node), "\n", out.c_str(), "\n");
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("scenario ", origin, ": invalid YAML: ", e.what()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("scenario ", origin, ": invalid YAML: ", e.what()));
   }
   absl::StatusOr<Scenario> written = ParseScenario(text, origin, "");
   if (!written.ok()) {
-    return absl::InternalError(absl::StrCat("scenario ", origin, ": the embedded form does not parse: ",
-                                            written.status().message()));
+    return absl::InternalError(absl::StrCat(
+        "scenario ", origin, ": the embedded form does not parse: ", written.status().message()));
   }
   bool same = written->gpus.size() == expected->gpus.size();
   for (size_t i = 0; same && i < written->gpus.size(); ++i) {

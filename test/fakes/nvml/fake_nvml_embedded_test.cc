@@ -1,12 +1,12 @@
 // The scenario embedded in the library file: the trailer format, building the node's scenario,
 // and a copy of the library that plays it with no environment at all.
 
-#include <dlfcn.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <dlfcn.h>
 
 #include "test/fakes/nvml/embedded.h"
 #include "test/fakes/nvml/embedded_scenario.h"
@@ -59,8 +59,8 @@ Copy LoadCopy(const std::string& path) {
   if (library == nullptr) return copy;
   copy.init = reinterpret_cast<nvmlReturn_t (*)()>(dlsym(library, "nvmlInit_v2"));
   copy.shutdown = reinterpret_cast<nvmlReturn_t (*)()>(dlsym(library, "nvmlShutdown"));
-  copy.count = reinterpret_cast<nvmlReturn_t (*)(unsigned int*)>(
-      dlsym(library, "nvmlDeviceGetCount_v2"));
+  copy.count =
+      reinterpret_cast<nvmlReturn_t (*)(unsigned int*)>(dlsym(library, "nvmlDeviceGetCount_v2"));
   copy.handle = reinterpret_cast<nvmlReturn_t (*)(unsigned int, nvmlDevice_t*)>(
       dlsym(library, "nvmlDeviceGetHandleByIndex_v2"));
   copy.uuid = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int)>(
@@ -69,7 +69,9 @@ Copy LoadCopy(const std::string& path) {
 }
 
 TEST(EmbeddedScenarioFormat, AppendsReplacesAndStrips) {
-  const std::string library = "\x7f" "ELF and the rest of an image";
+  const std::string library =
+      "\x7f"
+      "ELF and the rest of an image";
   const std::string once = WithEmbeddedScenario(library, "name: a\n");
   EXPECT_EQ(once.size(), library.size() + 8 + kScenarioTrailerSize);
   EXPECT_EQ(once.substr(library.size(), 8), "name: a\n");
@@ -183,8 +185,7 @@ TEST_F(EmbeddedScenarioFile, WithoutEitherInitSaysWhatIsMissing) {
 
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(nvml.nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
-  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
-              HasSubstr("carries no embedded scenario"));
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("carries no embedded scenario"));
 }
 
 }  // namespace

@@ -129,8 +129,7 @@ TEST_F(FakeNvmlVisibility, UnderDevOnlyCharacterDevicesCount) {
   // This machine has no /dev/nvidiactl; /dev is where the scenario insists on a device node.
   struct stat info {};
   if (stat("/dev/nvidiactl", &info) == 0) GTEST_SKIP() << "this machine has /dev/nvidiactl";
-  const std::string path =
-      WriteFile("dev.yaml", Preset("l4-4x-pcie") + "\ndevice_nodes: /dev/\n");
+  const std::string path = WriteFile("dev.yaml", Preset("l4-4x-pcie") + "\ndevice_nodes: /dev/\n");
   ForgetPrintedFailures();
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(Start(path), NVML_ERROR_DRIVER_NOT_LOADED);
