@@ -47,8 +47,14 @@ std::string BaseName(absl::string_view path) {
   return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
 }
 
-std::string WithoutTrailingSlashes(std::string path) {
+// The device root as /proc names files: without trailing slashes, symbolic links resolved.
+std::string CanonicalDevRoot(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (path == "/dev") return path;
+  if (char* resolved = realpath(path.c_str(), nullptr)) {
+    path = resolved;
+    std::free(resolved);
+  }
   return path;
 }
 
@@ -98,7 +104,7 @@ bool IdentifyFile(const std::string& path, FileId* out) {
 
 std::vector<Holder> FindHolders(const HolderQuery& query) {
   const pid_t self = query.self != 0 ? query.self : getpid();
-  const std::string dev_root = WithoutTrailingSlashes(query.dev_root);
+  const std::string dev_root = CanonicalDevRoot(query.dev_root);
   std::vector<std::pair<pid_t, std::string>> pids;
   for (const std::string& name : ListDir(query.proc)) {
     int pid = 0;

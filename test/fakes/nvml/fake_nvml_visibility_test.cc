@@ -9,7 +9,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,14 +129,38 @@ TEST_F(FakeNvmlVisibility, WithoutNvidiactlTheDriverIsNotLoaded) {
 }
 
 TEST_F(FakeNvmlVisibility, UnderDevOnlyCharacterDevicesCount) {
-  // This machine has no /dev/nvidiactl; /dev is where the scenario insists on a device node.
-  struct stat info {};
-  if (stat("/dev/nvidiactl", &info) == 0) GTEST_SKIP() << "this machine has /dev/nvidiactl";
+  // In a child with a /dev of its own (a private mount namespace, as a container has): regular
+  // files named like the nodes do not count there; character devices do.
   const std::string path = WriteFile("dev.yaml", Preset("l4-4x-pcie") + "\ndevice_nodes: /dev/\n");
-  ForgetPrintedFailures();
-  ::testing::internal::CaptureStderr();
-  EXPECT_EQ(Start(path), NVML_ERROR_DRIVER_NOT_LOADED);
-  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("/dev/nvidiactl"));
+  setenv("GPUOP_FAKE_NVML_SCENARIO", path.c_str(), 1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/dev", "tmpfs", 0, nullptr) != 0) {
+      _exit(77);
+    }
+    for (const char* name : {"/dev/nvidiactl", "/dev/nvidia1"}) std::ofstream(name).flush();
+    if (nvml.nvmlInit_v2() != NVML_ERROR_DRIVER_NOT_LOADED) _exit(1);
+    for (const char* name : {"/dev/nvidiactl", "/dev/nvidia1"}) {
+      if (unlink(name) != 0 || mknod(name, S_IFCHR | 0666, makedev(1, 7)) != 0) _exit(77);
+    }
+    unsigned int count = 0;
+    nvmlDevice_t device = nullptr;
+    unsigned int minor = 0;
+    if (nvml.nvmlInit_v2() != NVML_SUCCESS || nvml.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS ||
+        count != 1 || nvml.nvmlDeviceGetHandleByIndex_v2(0, &device) != NVML_SUCCESS ||
+        nvml.nvmlDeviceGetMinorNumber(device, &minor) != NVML_SUCCESS || minor != 1) {
+      _exit(2);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot give a child a /dev of its own here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: regular files were taken for nodes; 2: nodes were not";
 }
 
 TEST_F(FakeNvmlVisibility, AnNvidiactlThatCannotBeOpenedIsNoPermission) {
