@@ -8,10 +8,17 @@
 //   bad-ptx         cuModuleLoadData fails with CUDA_ERROR_INVALID_PTX (218)
 //   wrong-result    the kernel gets one element wrong
 //   not-ready       cuCtxCreate_v2 fails with CUDA_ERROR_SYSTEM_NOT_READY (802)
-// The devices are the PCI bus ids listed in GPUOP_FAKE_CUDA_DEVICES (comma-separated, in ordinal
-// order), by default the one device 0000:17:00.0.
+// The devices, enumerated at every cuInit:
+//   - GPUOP_FAKE_CUDA_DEVICES set: the PCI bus ids it lists (comma-separated, in ordinal order);
+//   - else, when dlopen("libnvidia-ml.so.1") finds the fake NVML (test/fakes/nvml, recognised by
+//     its gpuop_fake_nvml_simulated marker): the GPUs it shows this process, in NVML index order
+//     (so device visibility applies: a container given /dev/nvidia3 has one CUDA device, GPU 3);
+//     if that NVML fails to initialise, or shows no GPU, cuInit returns CUDA_ERROR_NO_DEVICE;
+//   - else (no fake NVML to be found): the one device 0000:17:00.0.
 // The number of live allocations, modules and contexts is exported (gpuop_fake_cuda_live) so
-// tests can check that everything was released.
+// tests can check that everything was released. Only cu* and gpuop_fake_cuda_* are exported
+// (cuda/exports.map); the library needs nothing but glibc.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -19,7 +26,10 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
 #include <strings.h>
+
+#include "hw/nvml/nvml_abi.h"
 
 namespace {
 
@@ -38,33 +48,89 @@ struct Module {};
 struct Function {};
 Function vector_add_function;
 
+struct Device {
+  std::string bus_id;  // "0000:17:00.0"
+  std::string name;
+};
+
 std::mutex mu;
 bool initialized = false;
+std::vector<Device> devices;  // guarded by mu; set by cuInit
 std::set<void*> allocations;
 std::set<void*> modules;
 std::set<void*> contexts;
 
-// The device list, read once.
-const std::vector<std::string>& Devices() {
-  static const std::vector<std::string> devices = [] {
-    std::vector<std::string> out;
-    const char* env = std::getenv("GPUOP_FAKE_CUDA_DEVICES");
-    std::string list = env != nullptr ? env : "0000:17:00.0";
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t comma = list.find(',', start);
-      if (comma == std::string::npos) comma = list.size();
-      if (comma > start) out.push_back(list.substr(start, comma - start));
-      start = comma + 1;
-    }
-    return out;
-  }();
-  return devices;
+constexpr const char* kDefaultName = "Fake CUDA Device";
+
+std::vector<Device> ParseDeviceList(const std::string& list) {
+  std::vector<Device> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > start) out.push_back({list.substr(start, comma - start), kDefaultName});
+    start = comma + 1;
+  }
+  return out;
 }
 
-bool ValidDevice(int device) {
-  return device >= 0 && static_cast<size_t>(device) < Devices().size();
+// The GPUs the fake NVML shows this process; nullopt-like `found == false` when no fake NVML can
+// be loaded.
+std::vector<Device> NvmlDevices(bool* found) {
+  *found = false;
+  std::vector<Device> out;
+  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (nvml == nullptr) return out;
+  if (dlsym(nvml, "gpuop_fake_nvml_simulated") == nullptr) {  // a real NVML: not ours to play
+    dlclose(nvml);
+    return out;
+  }
+  *found = true;
+  using InitFn = nvmlReturn_t (*)();
+  using CountFn = nvmlReturn_t (*)(unsigned int*);
+  using HandleFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
+  using PciFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
+  using NameFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);
+  const auto init = reinterpret_cast<InitFn>(dlsym(nvml, "nvmlInit_v2"));
+  const auto shutdown = reinterpret_cast<InitFn>(dlsym(nvml, "nvmlShutdown"));
+  const auto count = reinterpret_cast<CountFn>(dlsym(nvml, "nvmlDeviceGetCount_v2"));
+  const auto handle = reinterpret_cast<HandleFn>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
+  const auto pci = reinterpret_cast<PciFn>(dlsym(nvml, "nvmlDeviceGetPciInfo_v3"));
+  const auto name = reinterpret_cast<NameFn>(dlsym(nvml, "nvmlDeviceGetName"));
+  if (init != nullptr && shutdown != nullptr && count != nullptr && handle != nullptr &&
+      pci != nullptr && name != nullptr && init() == NVML_SUCCESS) {
+    unsigned int n = 0;
+    if (count(&n) != NVML_SUCCESS) n = 0;
+    for (unsigned int i = 0; i < n; ++i) {
+      nvmlDevice_t device = nullptr;
+      nvmlPciInfo_t info{};
+      if (handle(i, &device) != NVML_SUCCESS || pci(device, &info) != NVML_SUCCESS) continue;
+      char bus_id[32];
+      std::snprintf(bus_id, sizeof(bus_id), "%04x:%02x:%02x.0", info.domain, info.bus, info.device);
+      char device_name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+      if (name(device, device_name, sizeof(device_name)) != NVML_SUCCESS) {
+        std::strcpy(device_name, kDefaultName);
+      }
+      out.push_back({bus_id, device_name});
+    }
+    shutdown();
+  }
+  dlclose(nvml);
+  return out;
 }
+
+std::vector<Device> EnumerateDevices() {
+  if (const char* env = std::getenv("GPUOP_FAKE_CUDA_DEVICES"); env != nullptr) {
+    return ParseDeviceList(env);
+  }
+  bool found = false;
+  std::vector<Device> out = NvmlDevices(&found);
+  if (!found) return ParseDeviceList("0000:17:00.0");
+  return out;
+}
+
+// Callers hold mu.
+bool ValidDevice(int device) { return device >= 0 && static_cast<size_t>(device) < devices.size(); }
 
 // CUDA accepts a 4- or 8-digit PCI domain ("0000:17:00.0", "00000000:17:00.0").
 bool SameBusId(const std::string& device, const char* asked) {
@@ -90,9 +156,11 @@ __attribute__((visibility("default"))) int gpuop_fake_cuda_live() {
 __attribute__((visibility("default"))) CUresult cuInit(unsigned int flags) {
   if (flags != 0) return kInvalidValue;
   if (Fault("no-device")) return kNoDevice;
+  std::vector<Device> found = EnumerateDevices();  // outside the lock: it loads NVML
   std::lock_guard lock(mu);
-  initialized = true;
-  return kSuccess;
+  devices = std::move(found);
+  initialized = !devices.empty();
+  return initialized ? kSuccess : kNoDevice;
 }
 
 __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* version) {
@@ -101,7 +169,16 @@ __attribute__((visibility("default"))) CUresult cuDriverGetVersion(int* version)
   return kSuccess;
 }
 
+__attribute__((visibility("default"))) CUresult cuDeviceGetCount(int* count) {
+  std::lock_guard lock(mu);
+  if (!initialized) return kNotInitialized;
+  if (count == nullptr) return kInvalidValue;
+  *count = static_cast<int>(devices.size());
+  return kSuccess;
+}
+
 __attribute__((visibility("default"))) CUresult cuDeviceGet(int* device, int ordinal) {
+  std::lock_guard lock(mu);
   if (!initialized) return kNotInitialized;
   if (device == nullptr) return kInvalidValue;
   if (!ValidDevice(ordinal)) return kInvalidDevice;
@@ -111,10 +188,11 @@ __attribute__((visibility("default"))) CUresult cuDeviceGet(int* device, int ord
 
 __attribute__((visibility("default"))) CUresult cuDeviceGetByPCIBusId(int* device,
                                                                       const char* bus_id) {
+  std::lock_guard lock(mu);
   if (!initialized) return kNotInitialized;
   if (device == nullptr || bus_id == nullptr) return kInvalidValue;
-  for (size_t i = 0; i < Devices().size(); ++i) {
-    if (SameBusId(Devices()[i], bus_id)) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (SameBusId(devices[i].bus_id, bus_id)) {
       *device = static_cast<int>(i);
       return kSuccess;
     }
@@ -122,21 +200,33 @@ __attribute__((visibility("default"))) CUresult cuDeviceGetByPCIBusId(int* devic
   return kInvalidDevice;
 }
 
+__attribute__((visibility("default"))) CUresult cuDeviceGetPCIBusId(char* bus_id, int len,
+                                                                    int device) {
+  std::lock_guard lock(mu);
+  if (!initialized) return kNotInitialized;
+  if (bus_id == nullptr || len <= 0) return kInvalidValue;
+  if (!ValidDevice(device)) return kInvalidDevice;
+  std::strncpy(bus_id, devices[device].bus_id.c_str(), static_cast<size_t>(len) - 1);
+  bus_id[len - 1] = '\0';
+  return kSuccess;
+}
+
 __attribute__((visibility("default"))) CUresult cuDeviceGetName(char* name, int len, int device) {
+  std::lock_guard lock(mu);
   if (name == nullptr || len <= 0) return kInvalidValue;
   if (!ValidDevice(device)) return kInvalidDevice;
-  std::strncpy(name, "Fake CUDA Device", static_cast<size_t>(len) - 1);
+  std::strncpy(name, devices[device].name.c_str(), static_cast<size_t>(len) - 1);
   name[len - 1] = '\0';
   return kSuccess;
 }
 
 __attribute__((visibility("default"))) CUresult cuCtxCreate_v2(void** ctx, unsigned int,
                                                                int device) {
+  std::lock_guard lock(mu);
   if (!initialized) return kNotInitialized;
   if (ctx == nullptr) return kInvalidValue;
   if (!ValidDevice(device)) return kInvalidDevice;
   if (Fault("not-ready")) return kSystemNotReady;
-  std::lock_guard lock(mu);
   *ctx = std::malloc(1);
   contexts.insert(*ctx);
   return kSuccess;

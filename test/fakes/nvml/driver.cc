@@ -11,8 +11,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "test/fakes/nvml/device_nodes.h"
+#include "test/fakes/nvml/embedded.h"
 
 namespace gpuop::fakenvml {
 namespace {
@@ -30,21 +31,21 @@ std::string Env(const char* name) {
   return value == nullptr ? std::string() : std::string(value);
 }
 
+// The file this library was loaded from, as the process named it.
+std::string LibraryPath() {
+  Dl_info info{};
+  if (dladdr(&kAnchor, &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
 // The directory this library was loaded from.
 std::string LibraryDir() {
-  Dl_info info{};
-  if (dladdr(&kAnchor, &info) == 0 || info.dli_fname == nullptr) return ".";
-  const std::string path = info.dli_fname;
+  const std::string path = LibraryPath();
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
 absl::StatusOr<std::string> ScenarioPath(const std::string& value) {
-  if (value.empty()) {
-    return absl::FailedPreconditionError(
-        "GPUOP_FAKE_NVML_SCENARIO is not set: name a preset (h100-8x-nvswitch, a100-8x-mig, "
-        "l4-4x-pcie, no-gpus) or a scenario file");
-  }
   if (absl::StrContains(value, '/') || absl::EndsWith(value, ".yaml") ||
       absl::EndsWith(value, ".yml")) {
     return value;
@@ -66,8 +67,33 @@ Driver& Driver::Get() {
   return driver;
 }
 
+absl::StatusOr<Scenario> Driver::LoadScenario(std::string* origin) {
+  const std::string configured = Env("GPUOP_FAKE_NVML_SCENARIO");
+  if (!configured.empty()) {
+    GPUOP_ASSIGN_OR_RETURN(*origin, ScenarioPath(configured));
+    return LoadScenarioFile(*origin, Env("GPUOP_FAKE_NVML_NODE"));
+  }
+  const std::string library = LibraryPath();
+  absl::StatusOr<std::optional<std::string>> embedded = std::optional<std::string>();
+  if (!library.empty()) embedded = ReadEmbeddedScenario(library);
+  if (!embedded.ok()) return embedded.status();
+  if (!embedded->has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "GPUOP_FAKE_NVML_SCENARIO is not set and ", library.empty() ? "the library" : library,
+        " carries no embedded scenario: name a preset (h100-8x-nvswitch, a100-8x-mig, "
+        "l4-4x-pcie, no-gpus) or a scenario file"));
+  }
+  // The embedded scenario fixes the node's identity: every process sees the same GPUs.
+  *origin = absl::StrCat(library, " (embedded scenario)");
+  absl::StatusOr<Scenario> scenario = ParseScenario(**embedded, *origin, "");
+  if (!scenario.ok()) {
+    return absl::Status(scenario.status().code(),
+                        absl::StrCat("scenario ", *origin, ": ", scenario.status().message()));
+  }
+  return scenario;
+}
+
 absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
-  GPUOP_ASSIGN_OR_RETURN(const std::string path, ScenarioPath(Env("GPUOP_FAKE_NVML_SCENARIO")));
   const std::string scale = Env("GPUOP_FAKE_NVML_TIME_SCALE");
   time_scale_ = 1;
   if (!scale.empty() &&
@@ -75,11 +101,18 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
     return absl::InvalidArgumentError(
         absl::StrCat("GPUOP_FAKE_NVML_TIME_SCALE: expected a number >= 0, got \"", scale, "\""));
   }
-  GPUOP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenarioFile(path, Env("GPUOP_FAKE_NVML_NODE")));
+  std::string origin;
+  GPUOP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(&origin));
+  if (!scenario.device_nodes.empty()) {
+    GPUOP_ASSIGN_OR_RETURN(OpenedNodes nodes,
+                           OpenDeviceNodes(scenario.device_nodes, scenario.gpus));
+    device_fds_ = std::move(nodes.fds);
+    scenario = VisibleSubset(scenario, nodes.visible);
+  }
   absl::StatusOr<std::unique_ptr<Machine>> machine = Machine::Create(std::move(scenario));
   if (!machine.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("scenario ", path, ": ", machine.status().message()));
+        absl::StrCat("scenario ", origin, ": ", machine.status().message()));
   }
   const std::string control = Env("GPUOP_FAKE_NVML_CONTROL");
   control_.reset();
@@ -88,7 +121,7 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
 }
 
 nvmlReturn_t Driver::Init() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   if (refcount_ > 0) {
     ++refcount_;
     return NVML_SUCCESS;
@@ -101,7 +134,10 @@ nvmlReturn_t Driver::Init() {
       last_failure_ = reason;
     }
     control_.reset();
-    return NVML_ERROR_DRIVER_NOT_LOADED;
+    CloseDeviceNodes(device_fds_);
+    return machine.status().code() == absl::StatusCode::kPermissionDenied
+               ? NVML_ERROR_NO_PERMISSION
+               : NVML_ERROR_DRIVER_NOT_LOADED;
   }
   last_failure_.clear();
   machine_ = *std::move(machine);
@@ -113,13 +149,14 @@ nvmlReturn_t Driver::Init() {
 }
 
 nvmlReturn_t Driver::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   if (refcount_ == 0) return NVML_ERROR_UNINITIALIZED;
   if (--refcount_ == 0) {
     machine_.reset();
     control_.reset();
+    CloseDeviceNodes(device_fds_);
     ++generation_;
-    cv_.SignalAll();
+    cv_.notify_all();
   }
   return NVML_SUCCESS;
 }
@@ -152,7 +189,7 @@ void Driver::SyncLocked() {
 }
 
 nvmlReturn_t Driver::WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   if (machine_ == nullptr) return NVML_ERROR_UNINITIALIZED;
   if (machine_->events().Find(set) == nullptr || data == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -168,7 +205,7 @@ nvmlReturn_t Driver::WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsign
     }
     const uint64_t version = machine_->events().version();
     SyncLocked();
-    if (machine_->events().version() != version && waiters_ > 1) cv_.SignalAll();
+    if (machine_->events().version() != version && waiters_ > 1) cv_.notify_all();
     nvmlEventSet_st* live = machine_->events().Find(set);
     if (live == nullptr) {
       result = NVML_ERROR_INVALID_ARGUMENT;
@@ -188,7 +225,7 @@ nvmlReturn_t Driver::WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsign
           std::chrono::microseconds(static_cast<int64_t>(std::clamp(real_ms, 0.0, 1e9) * 1000) + 1);
       wake = std::min(wake, now + until_due);
     }
-    cv_.WaitWithTimeout(&mu_, absl::FromChrono(wake - now));
+    cv_.wait_until(lock, wake);
   }
   --waiters_;
   return result;

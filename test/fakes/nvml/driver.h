@@ -6,21 +6,26 @@
 // Driver::Get(). Configuration comes from the environment, read when the first nvmlInit_v2 (after
 // a full shutdown) loads the scenario:
 //   GPUOP_FAKE_NVML_SCENARIO    a preset name (scenarios/<name>.yaml next to the library) or a
-//                               path to a scenario file (contains '/' or ends in .yaml/.yml)
+//                               path to a scenario file (contains '/' or ends in .yaml/.yml);
+//                               unset: the scenario embedded in the library file (embedded.h),
+//                               which fixes the node identity (GPUOP_FAKE_NVML_NODE is ignored)
 //   GPUOP_FAKE_NVML_CONTROL     a control file to follow (control.h)
 //   GPUOP_FAKE_NVML_TIME_SCALE  scenario seconds per real second (default 1; 0 freezes the
 //                               clock so that only "advance" moves it)
 //   GPUOP_FAKE_NVML_NODE        mixed into derived UUIDs and serials (e.g. the node name)
+// A scenario with `device_nodes` makes the GPUs a process sees depend on the device nodes it can
+// open (device_nodes.h); the library holds them open while initialised.
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "hw/nvml/nvml_abi.h"
 #include "test/fakes/nvml/control.h"
 #include "test/fakes/nvml/machine.h"
@@ -31,8 +36,9 @@ class Driver {
  public:
   static Driver& Get();
 
-  // Reference-counted. The first call loads the scenario; on failure returns DRIVER_NOT_LOADED and
-  // prints why to stderr (once per distinct reason).
+  // Reference-counted. The first call loads the scenario; on failure returns DRIVER_NOT_LOADED
+  // (NO_PERMISSION when nvidiactl cannot be opened for lack of permission) and prints why to
+  // stderr (once per distinct reason).
   nvmlReturn_t Init();
   // UNINITIALIZED without a matching Init; the last one discards the machine and its handles.
   nvmlReturn_t Shutdown();
@@ -40,41 +46,48 @@ class Driver {
   // Runs fn(Machine&) -> nvmlReturn_t under the lock, after bringing the scenario clock and the
   // control file up to date. UNINITIALIZED when the library is not initialised.
   template <typename Fn>
-  nvmlReturn_t Run(Fn&& fn) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+  nvmlReturn_t Run(Fn&& fn) {
+    std::lock_guard lock(mu_);
     if (machine_ == nullptr) return NVML_ERROR_UNINITIALIZED;
     const uint64_t version = machine_->events().version();
     SyncLocked();
     const nvmlReturn_t result = fn(*machine_);
-    if (waiters_ > 0 && machine_->events().version() != version) cv_.SignalAll();
+    if (waiters_ > 0 && machine_->events().version() != version) cv_.notify_all();
     return result;
   }
 
   // nvmlEventSetWait_v2: blocks up to `timeout_ms` for an event on `set`, releasing the lock while
   // it waits; TIMEOUT when none arrives.
-  nvmlReturn_t WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  nvmlReturn_t WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms);
 
  private:
   Driver() = default;
 
-  absl::StatusOr<std::unique_ptr<Machine>> Load() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::unique_ptr<Machine>> Load();
+  // From GPUOP_FAKE_NVML_SCENARIO, else from the library's embedded scenario; `origin` names
+  // where it came from, for errors.
+  absl::StatusOr<Scenario> LoadScenario(std::string* origin);
   // Applies control-file lines and due timeline entries.
-  void SyncLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int64_t NowMsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SyncLocked();
+  int64_t NowMsLocked() const;
 
-  absl::Mutex mu_;
+  // std::mutex rather than absl::Mutex: the library links absl statically, and the archive
+  // members behind absl::Mutex are not position-independent on Debian (see ../CMakeLists.txt).
+  // The private methods above need mu_ held; mu_ guards every member below.
+  std::mutex mu_;
   // Signalled when events are queued, event sets freed, or the library shuts down.
-  absl::CondVar cv_;
-  int refcount_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // counts full shutdowns
-  std::unique_ptr<Machine> machine_ ABSL_GUARDED_BY(mu_);
-  std::optional<ControlFile> control_ ABSL_GUARDED_BY(mu_);
-  std::chrono::steady_clock::time_point started_ ABSL_GUARDED_BY(mu_);
-  double time_scale_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t advanced_ms_ ABSL_GUARDED_BY(mu_) = 0;
-  int waiters_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string last_failure_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable cv_;
+  int refcount_ = 0;
+  uint64_t generation_ = 0;  // counts full shutdowns
+  std::unique_ptr<Machine> machine_;
+  std::optional<ControlFile> control_;
+  std::chrono::steady_clock::time_point started_;
+  double time_scale_ = 1;
+  int64_t advanced_ms_ = 0;
+  int waiters_ = 0;
+  std::string last_failure_;
+  // nvidiactl and the visible GPUs' nodes, held from the first init to the last shutdown.
+  std::vector<int> device_fds_;
 };
 
 }  // namespace gpuop::fakenvml

@@ -8,14 +8,14 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "hw/nvml/nvml_abi.h"
 #include "test/fakes/nvml/state.h"
 
 struct nvmlEventSet_st {
-  absl::flat_hash_map<const gpuop::fakenvml::GpuState*, unsigned long long> registered;
+  std::unordered_map<const gpuop::fakenvml::GpuState*, unsigned long long> registered;
   std::deque<nvmlEventData_t> queue;
 };
 

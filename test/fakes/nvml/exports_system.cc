@@ -111,6 +111,10 @@ const char* nvmlErrorString(nvmlReturn_t result) {
   }
 }
 
+const char* gpuop_fake_nvml_simulated(void) {
+  return "SIMULATED: gpuop's fake NVML (test/fakes/nvml), no GPUs behind it";
+}
+
 nvmlReturn_t nvmlInit_v2(void) { return Driver::Get().Init(); }
 
 nvmlReturn_t nvmlInit(void) { return Driver::Get().Init(); }

@@ -1,12 +1,26 @@
 #include "test/fakes/nvml/ids.h"
 
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 namespace gpuop::fakenvml {
+namespace {
+
+// snprintf rather than absl::StrFormat: the library links absl statically, and the archive member
+// behind StrFormat is not position-independent on Debian (see CMakeLists.txt).
+template <typename... Args>
+std::string Format(const char* format, Args... args) {
+  char buffer[64];
+  const int length = std::snprintf(buffer, sizeof(buffer), format, args...);
+  return std::string(buffer, length < 0 ? 0 : std::min<size_t>(length, sizeof(buffer) - 1));
+}
+
+}  // namespace
 
 uint64_t Fnv1a64(absl::string_view data, uint64_t basis) {
   uint64_t hash = basis;
@@ -20,21 +34,21 @@ uint64_t Fnv1a64(absl::string_view data, uint64_t basis) {
 std::string DerivedUuid(absl::string_view key) {
   const uint64_t high = Fnv1a64(key);
   const uint64_t low = Fnv1a64(key, high ^ 0x9e3779b97f4a7c15ULL);
-  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", high >> 32, (high >> 16) & 0xffff,
-                         high & 0xffff, low >> 48, low & 0xffffffffffffULL);
+  return Format("%08" PRIx64 "-%04" PRIx64 "-%04" PRIx64 "-%04" PRIx64 "-%012" PRIx64, high >> 32,
+                (high >> 16) & 0xffff, high & 0xffff, low >> 48, low & 0xffffffffffffULL);
 }
 
 std::string DerivedSerial(absl::string_view key) {
   // Real serials are 13 decimal digits starting with 1 (e.g. 1654922001234).
-  return absl::StrFormat("1%012u", Fnv1a64(key) % 1000000000000ULL);
+  return Format("1%012" PRIu64, Fnv1a64(key) % 1000000000000ULL);
 }
 
 std::string FormatBusId(const PciAddress& pci) {
-  return absl::StrFormat("%08X:%02X:%02X.0", pci.domain, pci.bus, pci.device);
+  return Format("%08X:%02X:%02X.0", pci.domain, pci.bus, pci.device);
 }
 
 std::string FormatLegacyBusId(const PciAddress& pci) {
-  return absl::StrFormat("%04X:%02X:%02X.0", pci.domain, pci.bus, pci.device);
+  return Format("%04X:%02X:%02X.0", pci.domain, pci.bus, pci.device);
 }
 
 std::optional<PciAddress> ParseBusId(absl::string_view text) {

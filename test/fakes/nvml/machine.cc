@@ -231,6 +231,13 @@ nvmlPciInfo_t Machine::PciInfo(const GpuState& gpu) {
 
 nvmlPciInfo_t Machine::LinkRemotePciInfo(const LinkSpec& link) const {
   if (link.kind == LinkSpec::Kind::kGpu) return PciInfo(*gpus_[link.target]);
+  if (link.kind == LinkSpec::Kind::kHiddenGpu) {
+    nvmlPciInfo_t info{};
+    CopyBusIds(link.peer_pci, info);
+    info.pciDeviceId = link.peer_device_id << 16 | 0x10de;
+    info.pciSubSystemId = link.peer_subsystem_id;
+    return info;
+  }
   const NvSwitchSpec& nvswitch = scenario_.nvswitches[link.target];
   nvmlPciInfo_t info{};
   CopyBusIds(nvswitch.pci, info);

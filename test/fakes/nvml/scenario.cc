@@ -105,6 +105,51 @@ absl::StatusOr<int64_t> ParseDurationMs(absl::string_view text) {
   return static_cast<int64_t>(std::llround(value * scale));
 }
 
+Scenario VisibleSubset(const Scenario& scenario, const std::vector<bool>& visible) {
+  Scenario out = scenario;
+  out.gpus.clear();
+  std::vector<int> renumbered(scenario.gpus.size(), -1);
+  for (size_t i = 0; i < scenario.gpus.size(); ++i) {
+    if (i < visible.size() && visible[i]) {
+      renumbered[i] = static_cast<int>(out.gpus.size());
+      out.gpus.push_back(scenario.gpus[i]);
+    }
+  }
+  auto is_visible = [&](int index) {
+    return index >= 0 && static_cast<size_t>(index) < renumbered.size() && renumbered[index] >= 0;
+  };
+  for (GpuSpec& gpu : out.gpus) {
+    for (LinkSpec& link : gpu.links) {
+      if (link.kind != LinkSpec::Kind::kGpu) continue;
+      if (is_visible(link.target)) {
+        link.target = renumbered[link.target];
+        continue;
+      }
+      const GpuSpec& peer = scenario.gpus[link.target];
+      link.kind = LinkSpec::Kind::kHiddenGpu;
+      link.peer_pci = peer.pci;
+      link.peer_device_id = peer.pci_device_id;
+      link.peer_subsystem_id = peer.pci_subsystem_id;
+    }
+  }
+  out.topology.clear();
+  for (TopologyOverride entry : scenario.topology) {
+    if (!is_visible(entry.first) || !is_visible(entry.second)) continue;
+    entry.first = renumbered[entry.first];
+    entry.second = renumbered[entry.second];
+    out.topology.push_back(entry);
+  }
+  out.timeline.clear();
+  for (TimedAction timed : scenario.timeline) {
+    if (timed.action.gpu >= 0) {
+      if (!is_visible(timed.action.gpu)) continue;
+      timed.action.gpu = renumbered[timed.action.gpu];
+    }
+    out.timeline.push_back(timed);
+  }
+  return out;
+}
+
 absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path, absl::string_view node_seed) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("scenario ", path, ": cannot open the file"));

@@ -102,10 +102,15 @@ struct MigInstanceSpec {
 };
 
 struct LinkSpec {
-  enum class Kind { kGpu, kSwitch };
+  // kHiddenGpu: a GPU this process cannot see (VisibleSubset); the link and its remote PCI
+  // identity remain, as they do for the real driver.
+  enum class Kind { kGpu, kSwitch, kHiddenGpu };
   Kind kind = Kind::kGpu;
   int target = 0;  // GPU index or NVSwitch index
   bool active = true;
+  PciAddress peer_pci;  // kHiddenGpu only
+  unsigned int peer_device_id = 0;
+  unsigned int peer_subsystem_id = 0;
 };
 
 struct ProcessSpec {
@@ -205,6 +210,9 @@ struct TimedAction {
 
 struct Scenario {
   std::string name;
+  // Where the device nodes are (top-level `device_nodes`); empty: no device nodes are needed and
+  // every GPU is visible. See README.md, "Device visibility".
+  std::string device_nodes;
   std::string driver_version;
   std::string nvml_version;
   int cuda_version = 0;  // 12080 for 12.8
@@ -219,6 +227,12 @@ struct Scenario {
 // "gpus[1].memory_mib: expected a non-negative integer, got \"lots\"".
 absl::StatusOr<Scenario> ParseScenario(absl::string_view yaml, absl::string_view origin,
                                        absl::string_view node_seed);
+
+// The machine as a process sees it when only the GPUs with `visible[i]` set (scenario order) have
+// device nodes it can open: those GPUs, renumbered densely in order, keeping their UUIDs, serials
+// and minor numbers; NVLinks to hidden GPUs keep their remote PCI identity; topology overrides
+// and timeline entries for hidden GPUs are dropped. `visible` has one entry per GPU.
+Scenario VisibleSubset(const Scenario& scenario, const std::vector<bool>& visible);
 
 // Reads and parses the scenario file at `path`; errors start with the path.
 absl::StatusOr<Scenario> LoadScenarioFile(const std::string& path, absl::string_view node_seed);

@@ -396,9 +396,9 @@ absl::Status Validate(const Scenario& scenario) {
 
 absl::StatusOr<Scenario> Parse(const YAML::Node& root, absl::string_view origin,
                                absl::string_view node_seed) {
-  GPUOP_RETURN_IF_ERROR(CheckKeys(
-      root, "",
-      {"name", "uuid_seed", "driver", "models", "gpus", "nvswitches", "topology", "timeline"}));
+  GPUOP_RETURN_IF_ERROR(CheckKeys(root, "",
+                                  {"name", "uuid_seed", "device_nodes", "driver", "models", "gpus",
+                                   "nvswitches", "topology", "timeline"}));
   Scenario scenario;
   scenario.name = std::string(origin);
   if (root["name"]) {
@@ -409,6 +409,14 @@ absl::StatusOr<Scenario> Parse(const YAML::Node& root, absl::string_view origin,
     GPUOP_ASSIGN_OR_RETURN(seed, ReadString(root["uuid_seed"], "uuid_seed"));
   }
   if (!node_seed.empty()) absl::StrAppend(&seed, "/node/", node_seed);
+  if (root["device_nodes"]) {
+    GPUOP_ASSIGN_OR_RETURN(scenario.device_nodes, ReadString(root["device_nodes"], "device_nodes"));
+    if (!absl::StartsWith(scenario.device_nodes, "/")) {
+      return FieldError("device_nodes",
+                        absl::StrCat("expected an absolute directory such as /dev, got \"",
+                                     scenario.device_nodes, "\""));
+    }
+  }
   if (!root["driver"]) return FieldError("driver", "required");
   GPUOP_RETURN_IF_ERROR(ReadDriver(root["driver"], scenario));
   if (root["models"]) GPUOP_RETURN_IF_ERROR(RequireMap(root["models"], "models"));

@@ -9,9 +9,9 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "hw/nvml/nvml_abi.h"
 #include "test/fakes/nvml/scenario.h"
 
@@ -59,11 +59,13 @@ struct GpuState {
   double& value(Field field) { return values[static_cast<int>(field)]; }
 };
 
-// Every handle the machine has handed out and not yet destroyed.
+// Every handle the machine has handed out and not yet destroyed. (Standard containers: absl's
+// hash tables need an archive member Debian does not build position-independent, and the library
+// links absl statically; see CMakeLists.txt.)
 struct HandleRegistry {
-  absl::flat_hash_set<const nvmlDevice_st*> devices;
-  absl::flat_hash_set<const nvmlGpuInstance_st*> gpu_instances;
-  absl::flat_hash_set<const nvmlComputeInstance_st*> compute_instances;
+  std::unordered_set<const nvmlDevice_st*> devices;
+  std::unordered_set<const nvmlGpuInstance_st*> gpu_instances;
+  std::unordered_set<const nvmlComputeInstance_st*> compute_instances;
 };
 
 // What a device handle names: a whole GPU, or one MIG device on it.

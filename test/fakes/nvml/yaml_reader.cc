@@ -1,11 +1,11 @@
 #include "test/fakes/nvml/yaml_reader.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "test/fakes/nvml/scenario.h"
@@ -92,7 +92,8 @@ absl::StatusOr<uint64_t> ReadUint(const YAML::Node& node, absl::string_view path
 
 absl::StatusOr<double> ReadNumber(const YAML::Node& node, absl::string_view path, double min,
                                   double max) {
-  const std::string expected = absl::StrFormat("a number between %g and %g", min, max);
+  char expected[96];
+  std::snprintf(expected, sizeof(expected), "a number between %g and %g", min, max);
   GPUOP_ASSIGN_OR_RETURN(const std::string text, Scalar(node, path, expected));
   double value = 0;
   if (!absl::SimpleAtod(text, &value) || !std::isfinite(value) || value < min || value > max) {

@@ -1,0 +1,225 @@
+// Device visibility (a scenario's device_nodes): the GPUs a process sees are those whose device
+// nodes it can open, renumbered densely; the library holds the nodes while initialised.
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test/fakes/nvml/fake_nvml_test_util.h"
+
+namespace gpuop::fakenvml {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+std::string Preset(const std::string& name) {
+  std::ifstream in(std::string(GPUOP_FAKE_NVML_PRESETS) + "/" + name + ".yaml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The files this process has open under `dir`.
+std::vector<std::string> OpenUnder(const std::string& dir) {
+  std::vector<std::string> open;
+  DIR* fds = opendir("/proc/self/fd");
+  while (const dirent* entry = readdir(fds)) {
+    char target[4096];
+    const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+    const ssize_t length = readlink(link.c_str(), target, sizeof(target) - 1);
+    if (length <= 0) continue;
+    const std::string path(target, static_cast<size_t>(length));
+    if (path.rfind(dir + "/", 0) == 0) open.push_back(path.substr(dir.size() + 1));
+  }
+  closedir(fds);
+  return open;
+}
+
+class FakeNvmlVisibility : public FakeNvmlTest {
+ protected:
+  void SetUp() override {
+    FakeNvmlTest::SetUp();
+    nodes_ = dir_ + "/dev";
+    ASSERT_EQ(mkdir(nodes_.c_str(), 0755), 0);
+  }
+  // A regular file stands in for a device node: outside /dev any file that opens will do.
+  void Node(const std::string& name, mode_t mode = 0666) {
+    const std::string path = nodes_ + "/" + name;
+    std::ofstream(path).flush();
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+  }
+  // `preset` with device visibility on, looking in nodes_.
+  std::string Scenario(const std::string& preset) {
+    return WriteFile(preset + "-visible.yaml", Preset(preset) + "\ndevice_nodes: " + nodes_ + "\n");
+  }
+  std::string Uuid(unsigned int index) {
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    EXPECT_EQ(nvml.nvmlDeviceGetUUID(Gpu(index), uuid, sizeof(uuid)), NVML_SUCCESS);
+    return uuid;
+  }
+  unsigned int Count() {
+    unsigned int count = 0;
+    EXPECT_EQ(nvml.nvmlDeviceGetCount_v2(&count), NVML_SUCCESS);
+    return count;
+  }
+
+  std::string nodes_;
+};
+
+TEST_F(FakeNvmlVisibility, SeesOnlyTheGpusWhoseNodesOpenRenumberedInOrder) {
+  ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);
+  const std::string uuid3 = Uuid(3);
+  const std::string uuid5 = Uuid(5);
+  ASSERT_EQ(nvml.nvmlShutdown(), NVML_SUCCESS);
+
+  Node("nvidiactl");
+  Node("nvidia3");
+  Node("nvidia5");
+  ASSERT_EQ(Start(Scenario("h100-8x-nvswitch")), NVML_SUCCESS);
+  EXPECT_EQ(Count(), 2u);
+  const std::pair<unsigned int, const std::string*> expected[] = {{3, &uuid3}, {5, &uuid5}};
+  for (unsigned int index = 0; index < 2; ++index) {
+    unsigned int minor = 0;
+    unsigned int reported = 99;
+    EXPECT_EQ(nvml.nvmlDeviceGetMinorNumber(Gpu(index), &minor), NVML_SUCCESS);
+    EXPECT_EQ(nvml.nvmlDeviceGetIndex(Gpu(index), &reported), NVML_SUCCESS);
+    EXPECT_EQ(minor, expected[index].first);
+    EXPECT_EQ(reported, index);
+    EXPECT_EQ(Uuid(index), *expected[index].second);
+  }
+  nvmlDevice_t device = nullptr;
+  EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &device), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(FakeNvmlVisibility, HoldsTheNodesUntilTheLastShutdown) {
+  Node("nvidiactl");
+  Node("nvidia0");
+  Node("nvidia2");
+  ASSERT_EQ(Start(Scenario("l4-4x-pcie")), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlInit_v2(), NVML_SUCCESS);
+  EXPECT_THAT(OpenUnder(nodes_), UnorderedElementsAre("nvidiactl", "nvidia0", "nvidia2"));
+  ASSERT_EQ(nvml.nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_THAT(OpenUnder(nodes_), UnorderedElementsAre("nvidiactl", "nvidia0", "nvidia2"));
+  ASSERT_EQ(nvml.nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_THAT(OpenUnder(nodes_), IsEmpty());
+}
+
+TEST_F(FakeNvmlVisibility, WithoutNvidiactlTheDriverIsNotLoaded) {
+  ForgetPrintedFailures();
+  Node("nvidia0");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Start(Scenario("l4-4x-pcie")), NVML_ERROR_DRIVER_NOT_LOADED);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr(nodes_ + "/nvidiactl"));
+  EXPECT_THAT(log, HasSubstr("No such file or directory"));
+  EXPECT_THAT(OpenUnder(nodes_), IsEmpty());
+}
+
+TEST_F(FakeNvmlVisibility, UnderDevOnlyCharacterDevicesCount) {
+  // In a child with a /dev of its own (a private mount namespace, as a container has): regular
+  // files named like the nodes do not count there; character devices do.
+  const std::string path = WriteFile("dev.yaml", Preset("l4-4x-pcie") + "\ndevice_nodes: /dev/\n");
+  setenv("GPUOP_FAKE_NVML_SCENARIO", path.c_str(), 1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/dev", "tmpfs", 0, nullptr) != 0) {
+      _exit(77);
+    }
+    for (const char* name : {"/dev/nvidiactl", "/dev/nvidia1"}) std::ofstream(name).flush();
+    if (nvml.nvmlInit_v2() != NVML_ERROR_DRIVER_NOT_LOADED) _exit(1);
+    for (const char* name : {"/dev/nvidiactl", "/dev/nvidia1"}) {
+      if (unlink(name) != 0 || mknod(name, S_IFCHR | 0666, makedev(1, 7)) != 0) _exit(77);
+    }
+    unsigned int count = 0;
+    nvmlDevice_t device = nullptr;
+    unsigned int minor = 0;
+    if (nvml.nvmlInit_v2() != NVML_SUCCESS || nvml.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS ||
+        count != 1 || nvml.nvmlDeviceGetHandleByIndex_v2(0, &device) != NVML_SUCCESS ||
+        nvml.nvmlDeviceGetMinorNumber(device, &minor) != NVML_SUCCESS || minor != 1) {
+      _exit(2);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot give a child a /dev of its own here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: regular files were taken for nodes; 2: nodes were not";
+}
+
+TEST_F(FakeNvmlVisibility, AnNvidiactlThatCannotBeOpenedIsNoPermission) {
+  Node("nvidiactl", 0);
+  Node("nvidia0");
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  const std::string scenario = Scenario("l4-4x-pcie");
+  ASSERT_EQ(chmod(scenario.c_str(), 0644), 0);
+  // Root opens any file whatever its mode, so the check runs in a child that has dropped to
+  // nobody (as root), or in this process (as anyone else).
+  if (geteuid() != 0) {
+    EXPECT_EQ(Start(scenario), NVML_ERROR_NO_PERMISSION);
+    return;
+  }
+  setenv("GPUOP_FAKE_NVML_SCENARIO", scenario.c_str(), 1);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(100);
+    _exit(static_cast<int>(nvml.nvmlInit_v2()));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 100) GTEST_SKIP() << "cannot drop privileges here";
+  EXPECT_EQ(WEXITSTATUS(status), NVML_ERROR_NO_PERMISSION);
+}
+
+TEST_F(FakeNvmlVisibility, NvLinksToHiddenGpusKeepTheirRemoteIdentity) {
+  const std::string scenario = WriteFile("linked.yaml", R"(
+name: linked
+driver: {version: "570.86.15", cuda_version: "12.8"}
+models:
+  a100: {name: NVIDIA A100-SXM4-40GB, pci_device_id: 0x20b0, architecture: ampere,
+         compute_capability: "8.0", memory_mib: 40960}
+gpus:
+  - {model: a100, pci_bus_id: "0000:07:00.0", nvlink: {version: 3, links: [{gpu: 1, count: 2}]}}
+  - {model: a100, pci_bus_id: "0000:0f:00.0", nvlink: {version: 3, links: [{gpu: 0, count: 2}]}}
+topology:
+  - {gpus: [0, 1], level: single}
+device_nodes: )" + nodes_ + "\n");
+  Node("nvidiactl");
+  Node("nvidia0");
+  ASSERT_EQ(Start(scenario), NVML_SUCCESS);
+  EXPECT_EQ(Count(), 1u);
+  nvmlPciInfo_t remote{};
+  ASSERT_EQ(nvml.nvmlDeviceGetNvLinkRemotePciInfo_v2(Gpu(0), 1, &remote), NVML_SUCCESS);
+  EXPECT_STREQ(remote.busId, "00000000:0F:00.0");
+  EXPECT_EQ(remote.pciDeviceId, 0x20b010deu);
+}
+
+TEST_F(FakeNvmlVisibility, DeviceNodesMustBeAnAbsoluteDirectory) {
+  ForgetPrintedFailures();
+  const std::string path = WriteFile("relative.yaml", Preset("no-gpus") + "\ndevice_nodes: dev\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Start(path), NVML_ERROR_DRIVER_NOT_LOADED);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              HasSubstr("device_nodes: expected an absolute directory"));
+}
+
+}  // namespace
+}  // namespace gpuop::fakenvml
