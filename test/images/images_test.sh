@@ -8,7 +8,8 @@
 #     image (on this machine, after the image's dir) is a library the image lacks;
 #   - gpuop: the three binaries, chroot, CA certificates, nonroot 65532, /tmp 1777, no
 #     entrypoint; and the binaries start (--help) in a chroot of the image when run as root;
-#   - pause: one static /pause as entrypoint, which exits 0 on SIGTERM;
+#   - pause: one static /pause as entrypoint, which exits 0 on SIGTERM and, as root, also as PID 1
+#     of a PID namespace, where it must reap the orphans it is given;
 #   - gpu-probe: glibc and the probe, which prints its JSON in the image, and loads a library put
 #     into /usr/lib/x86_64-linux-gnu as a CDI spec would (the fake NVML, when built);
 #   - driver (when its programs are built): the SIMULATED driver's files and /bin/sh;
@@ -103,7 +104,7 @@ assert config["rootfs"] == {"type": "layers", "diff_ids": diff_ids}, "diff_ids d
 json.dump(config, open(os.path.join(d, "config.json"), "w"))
 EOF
   local layer
-  while read -r layer; do tar -xzf "$layer" -C "$dir/rootfs"; done <"$dir/layers"
+  while read -r layer; do tar -xpzf "$layer" -C "$dir/rootfs"; done <"$dir/layers"
 }
 
 # config_field DIR EXPR: a field of the image config as JSON (EXPR indexes `c`, the config).
@@ -190,6 +191,27 @@ rc=0
 wait "$pid" || rc=$?
 ((rc == 0)) || fail "pause: exit status $rc on SIGTERM, want 0"
 echo "  runs, exits 0 on SIGTERM"
+# As PID 1 of a PID namespace, orphans come to it; it must reap them (no zombies left).
+if [[ $(id -u) == 0 ]] && command -v unshare >/dev/null && command -v nsenter >/dev/null; then
+  unshare --pid --fork --kill-child "$tmp/pause/rootfs/pause" &
+  outer=$!
+  pause_pid=
+  for _ in $(seq 100); do
+    pause_pid=$(pgrep -P "$outer" || true)
+    [[ -n $pause_pid ]] && break
+    sleep 0.05
+  done
+  [[ -n $pause_pid ]] || fail "pause: did not start in a PID namespace"
+  nsenter -t "$pause_pid" -p -- /bin/sh -c 'sleep 0.1 & sleep 0.2 & exit 0'
+  sleep 0.8
+  left=$(ps --ppid "$pause_pid" -o pid=,stat=,comm= || true)
+  kill -TERM "$pause_pid"
+  rc=0
+  wait "$outer" || rc=$?
+  [[ -z $left ]] || fail "pause: as PID 1 it left children unreaped:\n$left"
+  ((rc == 0)) || fail "pause: as PID 1, exit status $rc on SIGTERM, want 0"
+  echo "  as PID 1: reaps orphans, exits 0 on SIGTERM"
+fi
 
 # --- gpu-probe ---
 name=localhost/gpu-probe:1
