@@ -15,8 +15,9 @@
 #   - driver (when its programs are built): the SIMULATED driver's files and /bin/sh;
 #   - when this is root and a containerd 2 is built (the node tests' binaries: $GPUOP_NODE_BIN,
 #     else the newest $GPUOP_CACHE/bin/node-*), `ctr -n k8s.io images import ARCHIVE`, with no
-#     --base-name, gives every image its name (containerd runs on a socket in the temp dir and
-#     only imports: nothing is unpacked or run, nothing outside the temp dir is touched).
+#     --base-name, gives every image its name; containerd unpacks the layers as it imports them,
+#     checking them against the diff_ids. It runs with every path in the temp dir and without
+#     the plugins that write elsewhere (CRI, NRI); nothing is run.
 # Usage: images_test.sh REPO_ROOT BUILD_DIR
 set -euo pipefail
 root=${1:?usage: $0 REPO_ROOT BUILD_DIR}
@@ -296,8 +297,21 @@ if [[ -n $node_bin && $(id -u) == 0 ]]; then
   echo "containerd import ($node_bin)"
   c=$tmp/containerd
   mkdir -p "$c"
-  printf '%s\n' 'version = 3' "root = \"$c/root\"" "state = \"$c/state\"" '[grpc]' \
-    "  address = \"$c/sock\"" >"$c/config.toml"
+  # Every path in the temp dir, and no plugin that writes elsewhere (CRI, NRI's /run/nri): an
+  # import needs only the content store, the snapshotter and the image service.
+  cat >"$c/config.toml" <<EOF
+version = 3
+root = "$c/root"
+state = "$c/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime",
+                    "io.containerd.cri.v1.images", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "$c/sock"
+[ttrpc]
+  address = "$c/sock.ttrpc"
+[plugins.'io.containerd.internal.v1.opt']
+  path = "$c/opt"
+EOF
   "$node_bin/containerd" --config "$c/config.toml" >"$c/log" 2>&1 &
   containerd_pid=$!
   ctr=("$node_bin/ctr" --address "$c/sock" -n k8s.io)
