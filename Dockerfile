@@ -23,17 +23,23 @@ RUN cmake --preset release -DGPUOP_BUILD_TESTS=OFF \
       build/release/cmd/kubectl-gpu \
  && strip /out/*
 
-# --- runtime: only the shared libraries the three binaries link ----------------------------------
-# The packages of their direct DT_NEEDED libraries (readelf -d; dpkg -S); apt brings the rest.
-# libc6, libgcc-s1 and coreutils (/usr/sbin/chroot, used to restart the host's container
-# runtime) are in the base image. NVML is not: gpuop-agent loads libnvidia-ml.so.1 at run time
-# from the driver the NVIDIA runtime mounts, and runs without it on nodes with no NVIDIA GPU.
+# --- runtime: the Debian packages whose files the three binaries load -------------------------
+# deploy/image/runtime-packages.txt lists them: the packages of the binaries' whole shared
+# library closure (ldd; dpkg -S), plus ca-certificates. scripts/image builds the same image without
+# Docker from the same list, and the test deploy.image-dockerfile checks the list against the
+# binaries. libc6, libgcc-s1 and the Essential packages (coreutils: /usr/sbin/chroot, used to
+# restart the host's container runtime) are in the base image. NVML is not: gpuop-agent loads
+# libnvidia-ml.so.1 at run time from the driver the NVIDIA runtime mounts, and runs without it on
+# nodes with no NVIDIA GPU. User nonroot (65532) is the one the operator's Deployment runs as.
 FROM debian:bookworm-slim
+COPY deploy/image/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libabsl20220623 libcurl4 libgrpc++1.51 libgrpc29 libprotobuf32 libstdc++6 \
-      libtomlplusplus3 libyaml-cpp0.7 \
- && rm -rf /var/lib/apt/lists/*
+      $(sed -e 's/#.*//' /tmp/runtime-packages.txt) \
+ && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --home-dir /nonexistent --no-create-home \
+      --shell /usr/sbin/nologin nonroot
 COPY --from=build /out/ /usr/local/bin/
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="gpuop" \
