@@ -14,7 +14,7 @@
 #     into /usr/lib/x86_64-linux-gnu as a CDI spec would (the fake NVML, when built);
 #   - driver (when its programs are built): the SIMULATED driver's files and /bin/sh;
 #   - when this is root and a containerd 2 is built (the node tests' binaries: $GPUOP_NODE_BIN,
-#     else the newest $GPUOP_CACHE/bin/node-*), `ctr -n k8s.io images import ARCHIVE`, with no
+#     else the cache directory versions.sh names), `ctr -n k8s.io images import ARCHIVE`, with no
 #     --base-name, gives every image its name; containerd unpacks the layers as it imports them,
 #     checking them against the diff_ids. It runs with every path in the temp dir and without
 #     the plugins that write elsewhere (CRI, NRI); nothing is run.
@@ -287,13 +287,10 @@ else
   echo "note: the driver image was not built (its programs are not in $build)"
 fi
 # --- containerd import ---
-node_bin=${GPUOP_NODE_BIN:-}
-if [[ -z $node_bin ]]; then
-  for dir in "${GPUOP_CACHE:-${HOME:-/root}/.cache/gpuop}"/bin/node-*; do
-    [[ -x $dir/containerd && -x $dir/ctr ]] && node_bin=$dir
-  done
-fi
-if [[ -n $node_bin && $(id -u) == 0 ]]; then
+# shellcheck source=../cluster/tools/versions.sh
+source "$root/test/cluster/tools/versions.sh"
+node_bin=$(node_bin_dir)
+if [[ -x $node_bin/containerd && -x $node_bin/ctr && $(id -u) == 0 ]]; then
   echo "containerd import ($node_bin)"
   c=$tmp/containerd
   mkdir -p "$c"
