@@ -24,9 +24,12 @@
 //       /etc/ld.so.cache or an /etc/ld.so.conf.d directory in the image it does nothing, as
 //       nvidia-cdi-hook does. Run it before update-ldcache.
 //   update-ldcache --folder <dir> ...
-//       Writes /etc/ld.so.conf.d/00-gpuop-driver.conf naming the folders the image's
-//       /etc/ld.so.conf does not already name (creating /etc/ld.so.conf with the usual include
-//       line when the image has none), then runs the image's own ldconfig (never the host's),
+//       Writes /etc/ld.so.conf.d/00-gpuop-driver.conf naming the folders that neither the
+//       image's /etc/ld.so.conf (with its includes) nor the loader's built-in directories cover
+//       (listing those again would move them ahead of the image's own; /etc/debian_version picks
+//       the multiarch or the lib64 list, as nvidia-cdi-hook does), creating /etc/ld.so.conf with
+//       the usual include line when the image has none, then runs the image's own ldconfig
+//       (never the host's),
 //       confined to the container's root (RunConfined). An image without ldconfig
 //       (/sbin/ldconfig.real, /sbin/ldconfig, /usr/sbin/ldconfig.real, /usr/sbin/ldconfig) is
 //       left alone: the SONAME links are what its loader can use. ldconfig failing is reported
