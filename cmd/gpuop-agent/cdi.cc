@@ -1,10 +1,16 @@
-// gpuop-agent cdi generate: writes the node's CDI specs (NVIDIA and AMD).
+// gpuop-agent cdi generate: installs gpuop-cdi-hook on the host and writes the node's CDI specs
+// (NVIDIA and AMD).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
+#include <unistd.h>
+
 #include "agent/cdi/amd_generator.h"
+#include "agent/cdi/driver_watch.h"
+#include "agent/cdi/hook_install.h"
 #include "agent/cdi/nvidia_generator.h"
 #include "agent/cdi/spec_file.h"
 #include "cmd/gpuop-agent/accelerators.h"
@@ -19,12 +25,49 @@ struct Flags {
   HardwareFlags hardware;
   std::string output_dir = "/var/run/cdi";
   std::string driver_root = "/";
-  std::string hook_path;
+  std::string hook_path = agent::cdi::kHookHostPath;
+  std::string hook_source = agent::cdi::HookBesideSelf().string();
+  std::string hook_install_dir;
   std::string sysroot = "/";
   bool watch = false;
   std::string layout_file;
   int resync_seconds = 300;
+  int driver_poll_seconds = 5;
 };
+
+agent::cdi::HostFiles Files(const Flags& flags) {
+  return {.sysroot = flags.sysroot == "/" ? "" : flags.sysroot};
+}
+
+// Installs the hook (when there is one to install) and returns the host path the spec may name:
+// the hook path when the file is there and executable, empty (a spec without hooks, whose
+// containers start but lack the library links) otherwise. A spec naming a missing hook would
+// fail every GPU container, so a failed install never leads to one.
+std::string UsableHookPath(const Flags& flags) {
+  if (flags.hook_path.empty()) return "";
+  // Where this process sees the hook: the install directory when it has one (a writable mount
+  // of the host's directory), else the hook path under the sysroot.
+  const std::filesystem::path local = flags.hook_install_dir.empty()
+                                          ? Files(flags).Open(flags.hook_path)
+                                          : std::filesystem::path(flags.hook_install_dir) /
+                                                std::filesystem::path(flags.hook_path).filename();
+  if (!flags.hook_source.empty()) {
+    absl::StatusOr<bool> installed = agent::cdi::InstallHook(flags.hook_source, local);
+    if (!installed.ok()) {
+      std::fprintf(stderr, "cdi: %s\n", installed.status().ToString().c_str());
+    } else if (*installed) {
+      std::printf("cdi: installed %s as %s\n", flags.hook_source.c_str(), flags.hook_path.c_str());
+    }
+  }
+  if (access(local.c_str(), X_OK) != 0) {
+    std::fprintf(stderr,
+                 "cdi: warning: the hook %s is not there (%s); the spec has no hooks, so "
+                 "containers get the driver's libraries without their SONAME links\n",
+                 flags.hook_path.c_str(), local.c_str());
+    return "";
+  }
+  return flags.hook_path;
+}
 
 // The driver root as the host sees it: `flags.driver_root`, or for "auto" /run/nvidia/driver
 // when gpuop's driver container has populated it and / (a host driver) otherwise.
@@ -40,6 +83,7 @@ std::string DriverRoot(const Flags& flags) {
 int GenerateOnce(const Flags& command_flags) {
   const Flags* flags = &command_flags;
   int failures = 0;
+  const std::string hook_path = UsableHookPath(*flags);
   for (auto& accelerator : OpenAccelerators(flags->hardware)) {
     absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
     if (!inventory.ok()) {
@@ -49,12 +93,12 @@ int GenerateOnce(const Flags& command_flags) {
     }
     std::unique_ptr<agent::cdi::CdiGenerator> generator;
     std::string file;
-    agent::cdi::HostFiles files{.sysroot = flags->sysroot == "/" ? "" : flags->sysroot};
+    const agent::cdi::HostFiles files = Files(*flags);
     if (accelerator->vendor() == hw::Vendor::kNvidia) {
       agent::cdi::NvidiaCdiOptions options;
       options.driver.driver_root = DriverRoot(*flags);
       options.dev_root = flags->hardware.dev_root;
-      options.hook_path = flags->hook_path;
+      options.hook_path = hook_path;
       options.files = files;
       generator = std::make_unique<agent::cdi::NvidiaCdiGenerator>(options);
       file = agent::cdi::kNvidiaSpecFileName;
@@ -99,7 +143,19 @@ void AddCdiCommand(CLI::App& app) {
                    "The driver's root as the host sees it: /, /run/nvidia/driver, or auto (the "
                    "driver container's root when it is populated, else /)")
       ->capture_default_str();
-  generate->add_option("--hook-path", flags->hook_path, "nvidia-cdi-hook on the host (optional)");
+  generate
+      ->add_option("--hook-path", flags->hook_path,
+                   "The OCI hook the spec names, as the host sees it (gpuop-cdi-hook, or "
+                   "nvidia-cdi-hook with --hook-source=); empty: no hooks")
+      ->capture_default_str();
+  generate
+      ->add_option("--hook-source", flags->hook_source,
+                   "gpuop-cdi-hook in this image, copied to the hook path when it differs; "
+                   "empty: install nothing")
+      ->capture_default_str();
+  generate->add_option("--hook-install-dir", flags->hook_install_dir,
+                       "Where this process writes the hook (a mount of the hook path's directory); "
+                       "default: the hook path under --sysroot");
   generate
       ->add_option("--sysroot", flags->sysroot,
                    "Where this process sees the host's root (when in a container)")
@@ -109,6 +165,11 @@ void AddCdiCommand(CLI::App& app) {
   generate->add_option("--layout-file", flags->layout_file,
                        "File the MIG manager rewrites after a layout change");
   generate->add_option("--resync", flags->resync_seconds, "Seconds between regenerations")
+      ->capture_default_str();
+  generate
+      ->add_option("--driver-poll", flags->driver_poll_seconds,
+                   "Seconds between looks at the driver root, its sockets and /dev (regenerates "
+                   "when they change)")
       ->capture_default_str();
   cdi->require_subcommand(1);
   generate->callback([flags] {
@@ -124,10 +185,23 @@ void AddCdiCommand(CLI::App& app) {
       const std::filesystem::path layout(flags->layout_file);
       (void)watch.Add(layout.parent_path(), layout.filename().string());
     }
+    // What the NVIDIA spec depends on in the host's files; polled, since a driver container's
+    // root is replaced by a new mount, which no inotify watch on the old one would see.
+    auto fingerprint = [&flags] {
+      agent::cdi::DriverFilesOptions driver;
+      driver.driver_root = DriverRoot(*flags);
+      return agent::cdi::DriverFingerprint(Files(*flags), driver, flags->hardware.dev_root);
+    };
+    const int poll_ticks = std::max(1, flags->driver_poll_seconds * 10);
     while (!stopping) {
+      std::string seen = fingerprint();
       GenerateOnce(*flags);
       for (int waited = 0; waited < flags->resync_seconds * 10 && !stopping; ++waited) {
         if (watch.Wait(100)) break;
+        if ((waited + 1) % poll_ticks == 0 && fingerprint() != seen) {
+          std::printf("cdi: the driver's files changed; regenerating\n");
+          break;
+        }
       }
     }
     std::exit(0);

@@ -84,6 +84,11 @@ void AddDevicePluginCommand(CLI::App& app) {
     for (const auto& warning : plugin.plan().warnings) {
       std::fprintf(stderr, "device-plugin: %s\n", warning.c_str());
     }
+    if (absl::Status problem = plugin.last_error(); !problem.ok()) {
+      // A configuration that did not load, or a MIG layout that does not fit strategy single:
+      // the plugin keeps running and picks up the fix.
+      std::fprintf(stderr, "device-plugin: %s\n", problem.ToString().c_str());
+    }
     const int sig = common::WaitForTerminationSignal();
     std::fprintf(stderr, "device-plugin: signal %d, stopping\n", sig);
     if (label_watch) label_watch->Stop();

@@ -48,8 +48,9 @@ class CdiAmdGeneratorTest : public ::testing::Test {
 
 TEST_F(CdiAmdGeneratorTest, GpusByIndexAndPciAddress) {
   AddNodes(2);
-  absl::StatusOr<GeneratedSpec> out =
-      AmdCdiGenerator({.files = devices_.files()}).Generate(AmdInventory(2));
+  HostFiles files = devices_.files();
+  files.record_device_numbers = true;  // the numbers are written when asked for
+  absl::StatusOr<GeneratedSpec> out = AmdCdiGenerator({.files = files}).Generate(AmdInventory(2));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(out->warnings, IsEmpty());
   EXPECT_TRUE(ValidateSpec(out->spec).ok());

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/cdi/elf_soname.h"
 #include "common/status_macros.h"
 
 namespace gpuop::agent::cdi {
@@ -54,6 +56,30 @@ struct LibraryDir {
   std::vector<DirEntry> entries;
 };
 
+// A file name a SONAME may give a link: no directory part, not "." or "..".
+bool IsPlainName(absl::string_view name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == absl::string_view::npos;
+}
+
+// Links by container path; the first rule to name a path keeps it.
+class Links {
+ public:
+  explicit Links(const std::set<std::string>& mounted) : mounted_(mounted) {}
+  void Add(const std::string& target, const std::string& link) {
+    if (mounted_.contains(link)) return;
+    links_.emplace(link, target);
+  }
+  std::vector<std::string> Arguments() const {
+    std::vector<std::string> out;
+    for (const auto& [link, target] : links_) out.push_back(absl::StrCat(target, "::", link));
+    return out;
+  }
+
+ private:
+  const std::set<std::string>& mounted_;
+  std::map<std::string, std::string> links_;
+};
+
 }  // namespace
 
 absl::StatusOr<DriverFiles> FindDriverFiles(const HostFiles& files,
@@ -94,6 +120,20 @@ absl::StatusOr<DriverFiles> FindDriverFiles(const HostFiles& files,
     dirs.push_back({*resolved, std::move(entries)});
   }
 
+  std::set<std::string> mounted;
+  for (const DriverFile& library : out.libraries) mounted.insert(library.container_path);
+  Links links(mounted);
+  // 1. SONAME links. A file that is not ELF or has no SONAME gets none; its links on disk, if
+  // any, still come through rule 2.
+  for (const DriverFile& library : out.libraries) {
+    const fs::path container(library.container_path);
+    absl::StatusOr<std::string> soname = ReadElfSoname(files.Open(library.host_path));
+    if (!soname.ok() || !IsPlainName(*soname) || *soname == container.filename().string()) {
+      continue;
+    }
+    links.Add(container.filename().string(), (container.parent_path() / *soname).string());
+  }
+  // 2. Symlinks on disk that resolve to one of the libraries.
   for (const LibraryDir& dir : dirs) {
     for (const DirEntry& entry : dir.entries) {
       if (entry.type != fs::file_type::symlink || !absl::StartsWith(entry.name, "lib") ||
@@ -109,9 +149,23 @@ absl::StatusOr<DriverFiles> FindDriverFiles(const HostFiles& files,
         return absl::InternalError(
             absl::StrCat("read link ", (root / relative).string(), ": ", ec.message()));
       }
-      out.links.push_back(absl::StrCat(written.string(), "::", ContainerPath(relative)));
+      links.Add(written.string(), ContainerPath(relative));
     }
   }
+  // 3. The development links nvidia-ctk adds (internal/discover/symlinks.go).
+  for (const DriverFile& library : out.libraries) {
+    const fs::path container(library.container_path);
+    const std::string name = container.filename().string();
+    const fs::path dir = container.parent_path();
+    if (absl::StartsWith(name, "libcuda.so.")) {
+      links.Add("libcuda.so.1", (dir / "libcuda.so").string());
+    } else if (absl::StartsWith(name, "libnvidia-opticalflow.so.")) {
+      links.Add("libnvidia-opticalflow.so.1", (dir / "libnvidia-opticalflow.so").string());
+    } else if (absl::StartsWith(name, "libGLX_nvidia.so.")) {
+      links.Add(name, (dir / "libGLX_indirect.so.0").string());
+    }
+  }
+  out.links = links.Arguments();
 
   for (const std::string& binary : options.binaries) {
     for (const std::string& dir : options.binary_dirs) {
@@ -131,6 +185,13 @@ absl::StatusOr<DriverFiles> FindDriverFiles(const HostFiles& files,
     out.firmware =
         DriverFile{JoinPath(options.driver_root, resolved->string()), ContainerPath(*resolved)};
     break;
+  }
+
+  for (const std::string& path : options.ipc_paths) {
+    GPUOP_ASSIGN_OR_RETURN(const std::optional<fs::path> resolved, ResolveInRoot(root, path));
+    if (!resolved.has_value() || resolved->empty()) continue;
+    out.ipc.push_back(
+        DriverFile{JoinPath(options.driver_root, resolved->string()), ContainerPath(*resolved)});
   }
   return out;
 }

@@ -27,6 +27,11 @@ struct DriverFilesOptions {
                                        "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"};
   // Searched in order for firmware/nvidia/<driver_version>; the first directory found is used.
   std::vector<std::string> firmware_dirs = {"lib/firmware", "usr/lib/firmware"};
+  // The IPC endpoints nvidia-ctk mounts when they exist (internal/discover/ipc.go): the
+  // persistence daemon's and the fabric manager's sockets and the MPS pipe directory. Looked up
+  // inside the driver root.
+  std::vector<std::string> ipc_paths = {"/var/run/nvidia-persistenced/socket",
+                                        "/var/run/nvidia-fabricmanager/socket", "/tmp/nvidia-mps"};
 };
 
 // A file to bind-mount: where the host has it and where the container gets it. The container
@@ -44,15 +49,27 @@ struct DriverFiles {
   std::vector<DriverFile> libraries;
   // The container directories holding `libraries`, in search order (for update-ldcache).
   std::vector<std::string> library_dirs;
-  // Symlinks beside the libraries that resolve to one of them ("libcuda.so.1" ->
-  // "libcuda.so.570.86.15", "libcuda.so" -> "libcuda.so.1"), as nvidia-cdi-hook create-symlinks
-  // arguments "<target as written>::<container link path>", by directory then link name.
+  // The links a container needs beside the libraries, as create-symlinks arguments
+  // "<target>::<container link path>", sorted by link path, one per link path. In order of
+  // precedence when two rules give the same link:
+  //   1. the SONAME link of every library whose DT_SONAME (ReadElfSoname) differs from its file
+  //      name: "libcuda.so.570.86.15::/usr/lib/x86_64-linux-gnu/libcuda.so.1" (what ldconfig
+  //      would create; dlopen("libcuda.so.1") needs it);
+  //   2. symlinks on disk beside the libraries that resolve to one of them, target as written;
+  //   3. the development links nvidia-ctk adds because applications dlopen them:
+  //      "libcuda.so.1::<dir>/libcuda.so", "libnvidia-opticalflow.so.1::<dir>/
+  //      libnvidia-opticalflow.so", "libGLX_nvidia.so.<version>::<dir>/libGLX_indirect.so.0",
+  //      each when its library is present.
+  // A link at the path of a mounted library is left out.
   std::vector<std::string> links;
   // The first of `binaries` found in each name's binary directories; symlinks are resolved
   // inside the root and the target is mounted at the name's path.
   std::vector<DriverFile> binaries;
   // firmware/nvidia/<driver_version>, when present.
   std::optional<DriverFile> firmware;
+  // The `ipc_paths` that exist, resolved inside the root; the container gets each at its
+  // resolved path ("/run/nvidia-persistenced/socket" where /var/run links to /run).
+  std::vector<DriverFile> ipc;
 };
 
 // Looks the driver files up under `files.Open(options.driver_root)`. What is missing is left out

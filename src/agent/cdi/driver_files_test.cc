@@ -52,12 +52,38 @@ TEST(CdiDriverFilesTest, AbsoluteLinksInAContainerisedRootStayInIt) {
               ElementsAre(DriverFile{"/run/nvidia/driver/usr/lib64/libcuda.so.570.86.15",
                                      "/usr/lib64/libcuda.so.570.86.15"}));
   EXPECT_THAT(found->library_dirs, ElementsAre("/usr/lib64"));
+  // The link on disk as written, and libcuda.so, which nvidia-ctk always adds.
   EXPECT_THAT(found->links,
-              ElementsAre("/usr/lib64/libcuda.so.570.86.15::/usr/lib64/libcuda.so.1"));
+              ElementsAre("libcuda.so.1::/usr/lib64/libcuda.so",
+                          "/usr/lib64/libcuda.so.570.86.15::/usr/lib64/libcuda.so.1"));
   EXPECT_THAT(found->binaries,
               ElementsAre(DriverFile{"/run/nvidia/driver/opt/nvidia/bin/nvidia-smi",
                                      "/usr/bin/nvidia-smi"}));
   EXPECT_FALSE(found->firmware.has_value());
+}
+
+// Real ELF libraries without links on disk: the links come from their DT_SONAME.
+TEST(CdiDriverFilesTest, SonameLinksAndIpcEndpointsOfADriverContainer) {
+  fakes::TempDir root;
+  testing::InstallDriverContainer(root.path(), "/run/nvidia/driver");
+  const auto lib = root.path() / "run/nvidia/driver/usr/lib/x86_64-linux-gnu";
+  testing::WriteFile(lib / "libnvidia-cfg.so.570.86.15", "not ELF");  // mounted, but no link
+  absl::StatusOr<DriverFiles> found =
+      FindDriverFiles({.sysroot = root.string()},
+                      {.driver_root = "/run/nvidia/driver", .driver_version = kVersion});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->libraries.size(), 3u);
+  EXPECT_THAT(
+      found->links,
+      ElementsAre("libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+                  "libcuda.so.570.86.15::/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                  "libnvidia-ml.so.570.86.15::/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"));
+  EXPECT_THAT(found->ipc,
+              ElementsAre(DriverFile{"/run/nvidia/driver/run/nvidia-persistenced/socket",
+                                     "/run/nvidia-persistenced/socket"},
+                          DriverFile{"/run/nvidia/driver/run/nvidia-fabricmanager/socket",
+                                     "/run/nvidia-fabricmanager/socket"},
+                          DriverFile{"/run/nvidia/driver/tmp/nvidia-mps", "/tmp/nvidia-mps"}));
 }
 
 TEST(CdiDriverFilesTest, NothingInstalledIsEmptyNotAnError) {
@@ -69,6 +95,7 @@ TEST(CdiDriverFilesTest, NothingInstalledIsEmptyNotAnError) {
   EXPECT_THAT(found->library_dirs, IsEmpty());
   EXPECT_THAT(found->links, IsEmpty());
   EXPECT_THAT(found->binaries, IsEmpty());
+  EXPECT_THAT(found->ipc, IsEmpty());
 }
 
 TEST(CdiDriverFilesTest, RejectsARelativeRootAndAnEmptyVersion) {

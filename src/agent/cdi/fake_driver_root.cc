@@ -2,10 +2,17 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <system_error>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -80,6 +87,48 @@ void InstallNvidiaDriver(const fs::path& sysroot, const std::string& driver_root
   WriteFile(root / "lib/firmware/nvidia" / version / "gsp_ga10x.bin", "fw");
 }
 
+namespace {
+
+// A listening-free unix socket bound at `path`, as a daemon leaves one.
+void Socket(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (fd < 0 || path.string().size() >= sizeof(address.sun_path)) Fail("socket " + path.string());
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    Fail("bind " + path.string() + ": " + std::strerror(errno));
+  }
+  close(fd);
+}
+
+void Copy(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (!ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) Fail("copy " + from.string() + " to " + to.string() + ": " + ec.message());
+}
+
+}  // namespace
+
+void InstallDriverContainer(const fs::path& sysroot, const std::string& driver_root,
+                            const std::string& version) {
+  const fs::path root = Under(sysroot, driver_root);
+  const fs::path lib = root / "usr/lib/x86_64-linux-gnu";
+  Copy(GPUOP_FAKE_NVML_LIBRARY, lib / absl::StrCat("libnvidia-ml.so.", version));
+  Copy(GPUOP_FAKE_CUDA_LIBRARY, lib / absl::StrCat("libcuda.so.", version));
+  WriteFile(root / "usr/bin/nvidia-smi", "#!");
+  Symlink("../run", root / "var/run");
+  // Socket paths are limited to 107 bytes; a temp sysroot under /tmp stays well within.
+  Socket(root / "run/nvidia-persistenced/socket");
+  Socket(root / "run/nvidia-fabricmanager/socket");
+  std::error_code ec;
+  fs::create_directories(root / "tmp/nvidia-mps", ec);
+  if (ec) Fail("create " + (root / "tmp/nvidia-mps").string());
+}
+
 void AddNvidiaDeviceNodes(FakeDevices& devices, const std::string& dev_root,
                           const std::vector<unsigned int>& gpu_minors) {
   devices.AddChar(dev_root + "/nvidiactl", 195, 255);
@@ -138,6 +187,93 @@ hw::Inventory MigInventory() {
   };
   inventory.gpus[1].product = "NVIDIA A100-SXM4-40GB";
   return inventory;
+}
+
+void ExpectSpec(const Spec& actual, const std::string& name) {
+  const fs::path path = fs::path(GPUOP_CDI_TESTDATA) / name;
+  absl::StatusOr<std::string> text = common::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<Spec> expected = SpecFromJson(*text);
+  ASSERT_TRUE(expected.ok()) << path.string() << ": " << expected.status();
+  EXPECT_TRUE(actual == *expected)
+      << "generated spec differs from " << path.string() << "\ngenerated:\n"
+      << SpecToJsonText(actual) << "expected:\n"
+      << SpecToJsonText(*expected);
+}
+
+std::vector<std::string> CdiDocumentProblems(const std::string& json_text) {
+  using nlohmann::json;
+  std::vector<std::string> problems;
+  const json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return {"not a JSON object"};
+  auto only = [&](const json& object, const std::string& where, std::set<std::string> keys) {
+    for (const auto& [key, value] : object.items()) {
+      if (!keys.contains(key)) problems.push_back(where + ": unknown key " + key);
+    }
+  };
+  const std::regex version(R"(v?[0-9]+\.[0-9]+\.[0-9]+)");
+  const std::regex vendor(R"([A-Za-z]([A-Za-z0-9._-]*[A-Za-z0-9])?)");
+  const std::regex device_name(R"([A-Za-z0-9]([A-Za-z0-9._:-]*[A-Za-z0-9])?)");
+  only(doc, "spec", {"cdiVersion", "kind", "annotations", "devices", "containerEdits"});
+  if (!doc.contains("cdiVersion") || !doc["cdiVersion"].is_string() ||
+      !std::regex_match(doc["cdiVersion"].get<std::string>(), version)) {
+    problems.push_back("cdiVersion missing or not a version");
+  }
+  const std::string kind = doc.value("kind", "");
+  const size_t slash = kind.find('/');
+  if (slash == std::string::npos || slash > 253 || kind.size() - slash - 1 > 63 ||
+      !std::regex_match(kind.substr(0, slash), vendor) ||
+      !std::regex_match(kind.substr(slash + 1), vendor)) {
+    problems.push_back("kind \"" + kind + "\" is not <vendor>/<class>");
+  }
+  const std::set<std::string> hook_names = {"prestart",       "createRuntime", "createContainer",
+                                            "startContainer", "poststart",     "poststop"};
+  auto edits = [&](const json& e, const std::string& where) {
+    if (!e.is_object()) {
+      problems.push_back(where + " is not an object");
+      return;
+    }
+    only(e, where,
+         {"env", "deviceNodes", "mounts", "hooks", "additionalGids", "intelRdt", "netDevices"});
+    for (const json& node : e.value("deviceNodes", json::array())) {
+      only(node, where + ".deviceNodes[]",
+           {"path", "hostPath", "type", "major", "minor", "fileMode", "permissions", "uid", "gid"});
+      const std::string p = node.value("path", "");
+      if (p.empty() || p[0] != '/') problems.push_back(where + ": device node without a path");
+    }
+    for (const json& mount : e.value("mounts", json::array())) {
+      only(mount, where + ".mounts[]", {"hostPath", "containerPath", "options", "type"});
+      if (mount.value("hostPath", "").empty() || mount.value("containerPath", "").empty()) {
+        problems.push_back(where + ": mount without hostPath or containerPath");
+      }
+    }
+    for (const json& hook : e.value("hooks", json::array())) {
+      only(hook, where + ".hooks[]", {"hookName", "path", "args", "env", "timeout"});
+      if (!hook_names.contains(hook.value("hookName", ""))) {
+        problems.push_back(where + ": hook with an unknown hookName");
+      }
+      const std::string p = hook.value("path", "");
+      if (p.empty() || p[0] != '/') problems.push_back(where + ": hook path not absolute");
+    }
+  };
+  if (!doc.contains("devices") || !doc["devices"].is_array() || doc["devices"].empty()) {
+    problems.push_back("no devices");
+  } else {
+    for (const json& device : doc["devices"]) {
+      only(device, "device", {"name", "annotations", "containerEdits"});
+      const std::string name = device.value("name", "");
+      if (!std::regex_match(name, device_name)) {
+        problems.push_back("device name \"" + name + "\" is not valid");
+      }
+      if (!device.contains("containerEdits")) {
+        problems.push_back("device " + name + " has no containerEdits");
+      } else {
+        edits(device["containerEdits"], "device " + name + " containerEdits");
+      }
+    }
+  }
+  if (doc.contains("containerEdits")) edits(doc["containerEdits"], "containerEdits");
+  return problems;
 }
 
 void ExpectGolden(const std::string& actual, const std::string& name) {

@@ -44,6 +44,15 @@ class FakeDevices {
 void InstallNvidiaDriver(const std::filesystem::path& sysroot, const std::string& driver_root,
                          const std::string& version = kDriverVersion);
 
+// A driver container's root at <sysroot>/<driver_root> as gpuop's simulated driver publishes it
+// (and a real one does, minus the links): libnvidia-ml.so.<version> and libcuda.so.<version>,
+// copies of the project's fake NVML and CUDA libraries (real ELF, DT_SONAME libnvidia-ml.so.1 and
+// libcuda.so.1), with no symlinks beside them; usr/bin/nvidia-smi; var/run -> ../run with the
+// persistence daemon's and the fabric manager's sockets (real unix sockets) in run/ and the MPS
+// pipe directory tmp/nvidia-mps.
+void InstallDriverContainer(const std::filesystem::path& sysroot, const std::string& driver_root,
+                            const std::string& version = kDriverVersion);
+
 // /dev/nvidiactl (195:255), /dev/nvidia-uvm (509:0), /dev/nvidia-uvm-tools (509:1),
 // /dev/nvidia-modeset (195:254) and /dev/nvidia<minor> (195:minor) under `dev_root`.
 void AddNvidiaDeviceNodes(FakeDevices& devices, const std::string& dev_root,
@@ -60,6 +69,18 @@ hw::Inventory NvidiaInventory(int count);
 
 // Two A100s: GPU 0 with MIG devices (gi 1, ci 0) and (gi 2, ci 0), GPU 1 without MIG.
 hw::Inventory MigInventory();
+
+// Expects `actual` to equal the spec in testdata/<name>, a hand-written JSON file compared after
+// parsing (so its formatting is free); on a difference prints both.
+void ExpectSpec(const Spec& actual, const std::string& name);
+
+// What a CDI consumer requires of a spec file, checked on the JSON text on its own terms (the
+// CDI specification's tables as interfaces.md section 4 gives them), not with ValidateSpec:
+// cdiVersion "[v]N.N.N"; kind "<vendor>/<class>" with the name rules; at least one device, each
+// with a valid name; containerEdits objects, never arrays; deviceNodes with an absolute path;
+// mounts with hostPath and containerPath; hooks with a known hookName and an absolute path;
+// no keys outside the specification. Returns the problems found.
+std::vector<std::string> CdiDocumentProblems(const std::string& json_text);
 
 // Expects `actual` to equal testdata/<name>. With GPUOP_UPDATE_GOLDEN=1 in the environment it
 // rewrites the file first (review the diff before committing it).

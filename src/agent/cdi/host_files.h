@@ -40,10 +40,11 @@ struct HostFiles {
   std::string sysroot;  // "" = this process sees the host's root as "/"
   // Called from Generate, possibly from several threads at once when Generate is.
   DeviceStatFn stat = StatDeviceNode;
-  // Write type/major/minor of real device nodes into the spec, so the runtime need not stat them.
-  // When false (or the node is not a device), the runtime fills them in from hostPath at
-  // container creation, which also follows a node whose major changed since generation.
-  bool record_device_numbers = true;
+  // Write type/major/minor of real device nodes into the spec. When false (the default, or when
+  // the node is not a device), the runtime fills them in from hostPath at container creation
+  // (the CDI library stats it), which also follows a node whose major changed since generation:
+  // nvidia-uvm's and nvidia-caps' majors are allocated when the module loads.
+  bool record_device_numbers = false;
 
   // `host_path` as this process opens it.
   std::filesystem::path Open(absl::string_view host_path) const;

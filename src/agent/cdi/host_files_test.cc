@@ -67,6 +67,11 @@ TEST(CdiHostFilesTest, NodeSetsHostPathOnlyWhenItDiffers) {
   testing::WriteFile(dir.path() / "dev/plain");
   HostFiles files = devices.files();
 
+  // By default nodes are named by path only: the runtime stats them.
+  EXPECT_FALSE(files.record_device_numbers);
+  EXPECT_EQ(*files.Node("/dev/nvidia0", "/dev/nvidia0"), (DeviceNode{.path = "/dev/nvidia0"}));
+
+  files.record_device_numbers = true;
   absl::StatusOr<DeviceNode> same = files.Node("/dev/nvidia0", "/dev/nvidia0");
   ASSERT_TRUE(same.ok()) << same.status();
   EXPECT_EQ(*same, (DeviceNode{.path = "/dev/nvidia0", .type = "c", .major = 195, .minor = 0}));
@@ -78,9 +83,6 @@ TEST(CdiHostFilesTest, NodeSetsHostPathOnlyWhenItDiffers) {
   absl::StatusOr<DeviceNode> plain = files.Node("/dev/plain", "/dev/plain");
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(*plain, (DeviceNode{.path = "/dev/plain"}));  // not a device: the runtime stats it
-
-  files.record_device_numbers = false;
-  EXPECT_EQ(*files.Node("/dev/nvidia0", "/dev/nvidia0"), (DeviceNode{.path = "/dev/nvidia0"}));
 
   const absl::Status missing = files.Node("/dev/nvidia9", "/dev/nvidia9").status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);

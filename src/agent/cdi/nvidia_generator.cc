@@ -106,23 +106,28 @@ class Builder {
     for (const DriverFile& file : found.libraries) mount(file);
     for (const DriverFile& file : found.binaries) mount(file);
     if (found.firmware.has_value()) mount(*found.firmware);
+    for (const DriverFile& file : found.ipc) mount(file);
 
     if (options_.hook_path.empty()) return absl::OkStatus();
     const std::string argv0 = std::filesystem::path(options_.hook_path).filename().string();
+    auto hook = [&](std::vector<std::string> args) -> Hook& {
+      args.insert(args.begin(), argv0);
+      return edits.hooks.emplace_back(Hook{
+          .hook_name = "createContainer", .path = options_.hook_path, .args = std::move(args)});
+    };
     if (!found.links.empty()) {
-      Hook& hook = edits.hooks.emplace_back(Hook{.hook_name = "createContainer",
-                                                 .path = options_.hook_path,
-                                                 .args = {argv0, "create-symlinks"}});
+      Hook& links = hook({"create-symlinks"});
       for (const std::string& link : found.links) {
-        hook.args.insert(hook.args.end(), {"--link", link});
+        links.args.insert(links.args.end(), {"--link", link});
       }
     }
+    if (!found.libraries.empty()) {
+      hook({"enable-cuda-compat", absl::StrCat("--host-driver-version=", driver_version)});
+    }
     if (!found.library_dirs.empty()) {
-      Hook& hook = edits.hooks.emplace_back(Hook{.hook_name = "createContainer",
-                                                 .path = options_.hook_path,
-                                                 .args = {argv0, "update-ldcache"}});
+      Hook& ldcache = hook({"update-ldcache"});
       for (const std::string& dir : found.library_dirs) {
-        hook.args.insert(hook.args.end(), {"--folder", dir});
+        ldcache.args.insert(ldcache.args.end(), {"--folder", dir});
       }
     }
     return absl::OkStatus();

@@ -7,14 +7,16 @@
 #include "agent/cdi/driver_files.h"
 #include "agent/cdi/generator.h"
 #include "agent/cdi/host_files.h"
+#include "agent/cdi/kinds.h"
 
 namespace gpuop::agent::cdi {
 
 inline constexpr char kNvidiaSpecFileName[] = "gpuop-nvidia.json";
 
 struct NvidiaCdiOptions {
-  std::string vendor = "nvidia.com";
-  std::string device_class = "gpu";
+  // gpuop's own kind (kinds.h says why it is not nvidia.com/gpu).
+  std::string vendor = kNvidiaCdiVendor;
+  std::string device_class = kNvidiaCdiClass;
   // Where the user-space driver is, as the host sees it: "/" or a driver container's root such
   // as "/run/nvidia/driver". Libraries, binaries and firmware are looked up under it; the
   // container gets each at its path inside the root (DriverFilesOptions has the search lists).
@@ -24,8 +26,9 @@ struct NvidiaCdiOptions {
   std::string dev_root = "/dev";
   // The host's procfs, for the MIG capability files.
   std::string proc_root = "/proc";
-  // nvidia-cdi-hook on the host ("/usr/bin/nvidia-cdi-hook"). Empty: no hooks; the image must
-  // then bring its own library links and ld cache entries.
+  // The OCI hook on the host, as the runtime runs it: gpuop-cdi-hook as the CDI component installs
+  // it (kHookHostPath in hook_install.h), or nvidia-cdi-hook, which takes the same subcommands.
+  // Empty: no hooks; the image must then bring its own library links and ld cache entries.
   std::string hook_path;
   // Spec-wide environment. NVIDIA_VISIBLE_DEVICES=void stops a legacy NVIDIA runtime hook in the
   // same container from injecting devices a second time.
@@ -51,12 +54,19 @@ struct NvidiaCdiOptions {
 //   device nodes /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset,
 //       each only when present;
 //   read-only bind mounts ("ro", "nosuid", "nodev", "rbind", "rprivate") of the driver's
-//       libraries, binaries and firmware directory (FindDriverFiles);
-//   with a hook path, createContainer hooks "nvidia-cdi-hook create-symlinks --link
-//       <target>::<link>..." for the library symlinks and "nvidia-cdi-hook update-ldcache
-//       --folder <dir>..." for the library directories.
+//       libraries, binaries, firmware directory and the IPC sockets and MPS pipe directory that
+//       exist (FindDriverFiles);
+//   with a hook path, createContainer hooks as nvidia-ctk writes them, in this order:
+//       "<hook> create-symlinks --link <target>::<link>..." for the SONAME and development links
+//           (DriverFiles::links);
+//       "<hook> enable-cuda-compat --host-driver-version=<driver version>";
+//       "<hook> update-ldcache --folder <dir>..." for the library directories;
+//   where <hook> is the hook path's file name (argv[0]).
 //
-// Device nodes get hostPath = <dev_root>/... when dev_root is not "/dev".
+// Device nodes are named by path only (unless options.files.record_device_numbers): the runtime
+// stats the host's node when it creates the container, so a node whose major number changed since
+// generation (nvidia-uvm's is allocated at module load) is still right. They get
+// hostPath = <dev_root>/... when dev_root is not "/dev".
 //
 // A UUID that is not a valid CDI device name (pre-R470 MIG UUIDs contain '/') is skipped with
 // a warning, and the device keeps its index name.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/cdi/fake_driver_root.h"
+#include "agent/cdi/hook_install.h"
 #include "agent/cdi/validate.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 
@@ -60,6 +61,7 @@ TEST_F(CdiNvidiaGeneratorTest, EightGpusOnAHostDriver) {
   EXPECT_THAT(out->warnings, IsEmpty());
   EXPECT_EQ(out->spec.devices.size(), 17u);
   EXPECT_TRUE(ValidateSpec(out->spec).ok());
+  EXPECT_THAT(testing::CdiDocumentProblems(SpecToJsonText(out->spec)), IsEmpty());
   testing::ExpectGolden(SpecToJsonText(out->spec), "nvidia_8gpu.json");
 }
 
@@ -76,6 +78,7 @@ TEST_F(CdiNvidiaGeneratorTest, MigDevicesByIndexAndUuid) {
                                             "MIG-aaaaaaaa-0000-5000-8000-000000000002", "1",
                                             "GPU-10000000-1111-2222-3333-444444444441", "all"));
   EXPECT_TRUE(ValidateSpec(out->spec).ok());
+  EXPECT_THAT(testing::CdiDocumentProblems(SpecToJsonText(out->spec)), IsEmpty());
   testing::ExpectGolden(SpecToJsonText(out->spec), "nvidia_mig.json");
 }
 
@@ -126,6 +129,38 @@ TEST_F(CdiNvidiaGeneratorTest, ContainerisedDriverRoot) {
   }
   EXPECT_EQ(out->spec.cdi_version, "0.5.0");
   testing::ExpectGolden(SpecToJsonText(out->spec), "nvidia_containerised.json");
+}
+
+// The node profile's simulated driver: a driver container's root with real ELF libraries and no
+// links on disk. The SONAME links, libcuda.so, the IPC sockets and the hooks come out as
+// nvidia-ctk writes them (testdata/README.md), with gpuop's kind and hook.
+TEST_F(CdiNvidiaGeneratorTest, DriverContainerWithRealLibraries) {
+  testing::InstallDriverContainer(root_.path(), "/run/nvidia/driver");
+  testing::AddNvidiaDeviceNodes(devices_, "/dev", {0, 1});
+  NvidiaCdiOptions options = Options(kHookHostPath);
+  options.driver.driver_root = "/run/nvidia/driver";
+  absl::StatusOr<GeneratedSpec> out =
+      NvidiaCdiGenerator(options).Generate(testing::NvidiaInventory(2));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->warnings, IsEmpty());
+  EXPECT_TRUE(ValidateSpec(out->spec).ok());
+  EXPECT_THAT(testing::CdiDocumentProblems(SpecToJsonText(out->spec)), IsEmpty());
+  testing::ExpectSpec(out->spec, "nvidia_driver_container.json");
+}
+
+TEST_F(CdiNvidiaGeneratorTest, TheCheckerCatchesWhatAConsumerRejects) {
+  EXPECT_THAT(
+      testing::CdiDocumentProblems(R"({"cdiVersion": "0.5", "kind": "gpu",
+      "devices": [], "containerEdits": []})"),
+      ElementsAre("cdiVersion missing or not a version", "kind \"gpu\" is not <vendor>/<class>",
+                  "no devices", "containerEdits is not an object"));
+  EXPECT_THAT(testing::CdiDocumentProblems(R"({"cdiVersion": "0.5.0", "kind": "a.io/gpu",
+      "devices": [{"name": "-x", "containerEdits": {"mounts": [{"hostPath": "/a"}],
+      "hooks": [{"hookName": "prestop", "path": "hook"}]}}]})"),
+              ElementsAre("device name \"-x\" is not valid",
+                          "device -x containerEdits: mount without hostPath or containerPath",
+                          "device -x containerEdits: hook with an unknown hookName",
+                          "device -x containerEdits: hook path not absolute"));
 }
 
 TEST_F(CdiNvidiaGeneratorTest, MissingOptionalPiecesAreLeftOut) {

@@ -32,26 +32,38 @@ ResourcePlan DevicePluginAgent::plan() const {
 }
 
 absl::Status DevicePluginAgent::Replan() {
+  bool discovery_failed = false;
+  return Replan(discovery_failed);
+}
+
+absl::Status DevicePluginAgent::Replan(bool& discovery_failed) {
   // One plan at a time, so an older plan never lands after a newer one.
   absl::MutexLock replanning(&replan_mu_);
   std::vector<hw::Inventory> inventories;
   std::vector<hw::Gpu> gpus;
   for (hw::Accelerator* accelerator : accelerators_) {
-    GPUOP_ASSIGN_OR_RETURN(hw::Inventory inventory, accelerator->Discover());
-    gpus.insert(gpus.end(), inventory.gpus.begin(), inventory.gpus.end());
-    inventories.push_back(std::move(inventory));
+    absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
+    if (!inventory.ok()) {
+      discovery_failed = true;
+      return inventory.status();
+    }
+    gpus.insert(gpus.end(), inventory->gpus.begin(), inventory->gpus.end());
+    inventories.push_back(*std::move(inventory));
   }
   absl::StatusOr<DevicePluginConfig> loaded = source_.Load();
   absl::StatusOr<ResourcePlan> plan =
       loaded.ok() ? PlanResources(gpus, *loaded) : absl::StatusOr<ResourcePlan>(loaded.status());
   health_.SetInventories(std::move(inventories));
   DevicePluginConfig config;
+  absl::Status rejected;
   {
     absl::MutexLock lock(&mu_);
     if (!plan.ok()) {
-      // Keep serving what was good; say why the new configuration is not in force.
-      last_error_ = plan.status();
-      if (!config_.has_value()) return plan.status();
+      // Keep serving what was good; say why the new configuration is not in force. With nothing
+      // good yet, serve nothing and wait for a configuration that loads.
+      rejected = plan.status();
+      last_error_ = rejected;
+      if (!config_.has_value()) return rejected;
       absl::StatusOr<ResourcePlan> kept = PlanResources(gpus, *config_);
       if (!kept.ok()) return kept.status();
       plan = std::move(kept);
@@ -59,10 +71,16 @@ absl::Status DevicePluginAgent::Replan() {
       config_ = *loaded;
       last_error_ = absl::OkStatus();
     }
+    if (rejected.ok() && !plan->mig_invalid.empty()) {
+      last_error_ = absl::FailedPreconditionError(
+          absl::StrCat("MIG strategy single: ", plan->mig_invalid,
+                       "; nvidia.com/gpu has no devices until the layout is fixed"));
+    }
     plan_ = *plan;
     config = *config_;
   }
-  return manager_.Apply(*plan, config, Topology(gpus), &health_.tracker());
+  GPUOP_RETURN_IF_ERROR(manager_.Apply(*plan, config, Topology(gpus), &health_.tracker()));
+  return rejected;
 }
 
 absl::Status DevicePluginAgent::Start() {
@@ -72,7 +90,10 @@ absl::Status DevicePluginAgent::Start() {
     GPUOP_RETURN_IF_ERROR(
         watch_.Add(options_.layout_file.parent_path(), options_.layout_file.filename().string()));
   }
-  GPUOP_RETURN_IF_ERROR(Replan());
+  bool discovery_failed = false;
+  if (absl::Status planned = Replan(discovery_failed); !planned.ok() && discovery_failed) {
+    return planned;
+  }
   GPUOP_RETURN_IF_ERROR(health_.Start());
   config_thread_ = std::jthread([this](std::stop_token stop) { WatchConfig(stop); });
   return absl::OkStatus();

@@ -39,8 +39,11 @@ struct DevicePluginAgentOptions {
 // slow signals, the health monitor's verdicts are honoured, and devices return to Healthy when
 // their condition clears.
 // A configuration change (file or node label) or a layout notification re-plans without a
-// restart; a configuration that fails to load or plan keeps the last good one in service and is
-// reported.
+// restart. A configuration that fails to load or plan keeps the last good one in service and is
+// reported in last_error(); when no configuration has loaded yet, nothing is served until one
+// does (the plugin keeps running and watching). A MIG layout that does not fit strategy single
+// is no configuration error: the plan (nvidia.com/gpu with no devices) is served and the reason
+// is in last_error() as FailedPrecondition, until a layout change fixes it.
 //
 // Thread-safe.
 class DevicePluginAgent {
@@ -49,16 +52,19 @@ class DevicePluginAgent {
                     DevicePluginAgentOptions options);
   ~DevicePluginAgent();
 
-  // Discovers, plans, serves and registers; then watches. Fails only when nothing can be
-  // served at all (no configuration ever loaded, discovery failed).
+  // Discovers, plans, serves and registers; then watches. Fails only when the device plugin
+  // directory cannot be watched or discovery fails, never because of the configuration.
   [[nodiscard]] absl::Status Start();
   void Stop();
 
   // Re-discovers the GPUs, reloads the configuration and applies the new plan (after a MIG
-  // change, a configuration edit or a node label change).
+  // change, a configuration edit or a node label change). Returns the discovery error, or the
+  // configuration's problem when it was rejected (also in last_error()); OK when a plan from the
+  // new configuration is served, even one that reports an invalid MIG layout.
   [[nodiscard]] absl::Status Replan();
 
-  // The latest problem that did not stop the agent (a rejected configuration), or OK.
+  // The latest problem that did not stop the agent (a rejected configuration, a MIG layout that
+  // does not fit strategy single), or OK.
   absl::Status last_error() const;
   DevicePluginConfig config() const;
   ResourcePlan plan() const;
@@ -67,6 +73,8 @@ class DevicePluginAgent {
 
  private:
   void WatchConfig(std::stop_token stop);
+  // Replan(); `discovery_failed` says whether the error (if any) came from discovery.
+  absl::Status Replan(bool& discovery_failed);
 
   std::vector<hw::Accelerator*> accelerators_;
   ConfigSource& source_;

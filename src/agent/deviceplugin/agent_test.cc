@@ -100,7 +100,8 @@ TEST_F(DevicePluginAgentTest, AllocateGivesCdiNamesAndTheEnvironmentFallback) {
   ASSERT_TRUE(pod.ok()) << pod.status();
   ASSERT_THAT(pod->device_ids, SizeIs(2));
   ASSERT_EQ(pod->response.cdi_devices_size(), 2);
-  EXPECT_EQ(pod->response.cdi_devices(0).name(), "nvidia.com/gpu=" + pod->device_ids[0]);
+  // gpuop's own CDI kind (agent/cdi/kinds.h), never the nvidia.com/gpu of NVIDIA's toolkit.
+  EXPECT_EQ(pod->response.cdi_devices(0).name(), "nvidia.gpuop.io/gpu=" + pod->device_ids[0]);
   EXPECT_EQ(pod->response.envs().at("NVIDIA_VISIBLE_DEVICES"),
             pod->device_ids[0] + "," + pod->device_ids[1]);
   auto unknown = kubelet_->Allocate("nvidia.com/gpu", {{"GPU-nope"}});
@@ -125,7 +126,38 @@ TEST_F(DevicePluginAgentTest, PreferredAllocationKeepsPairsBehindOneSwitch) {
   EXPECT_EQ(chosen, (std::set<std::string>{g[2].uuid, g[3].uuid}));
 }
 
-TEST_F(DevicePluginAgentTest, MigMixedAndSingleStrategies) {
+// What the operator renders for a default install (GPUClusterPolicy migStrategy: single).
+constexpr char kDefaultInstallConfig[] = "version: v1\nflags:\n  migStrategy: single\n";
+
+// NVIDIA's semantics for migStrategy single on a node without MIG-enabled GPUs: whole GPUs as
+// nvidia.com/gpu (the default install must work on every node).
+TEST_F(DevicePluginAgentTest, DefaultSingleOnFourL4sAdvertisesWholeGpus) {
+  Start("l4-4x-pcie", kDefaultInstallConfig);
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 4, kWait).ok());
+  EXPECT_TRUE(agent_->last_error().ok()) << agent_->last_error();
+  EXPECT_EQ(agent_->config().mig_strategy, MigStrategy::kSingle);
+  auto resource = kubelet_->Resource("nvidia.com/gpu");
+  ASSERT_TRUE(resource.ok()) << resource.status();
+  for (const auto& d : resource->devices) EXPECT_EQ(d.id.rfind("GPU-", 0), 0u) << d.id;
+}
+
+TEST_F(DevicePluginAgentTest, DefaultSingleOnEightH100sAdvertisesWholeGpus) {
+  Start("h100-8x-nvswitch", kDefaultInstallConfig);
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  EXPECT_TRUE(agent_->last_error().ok()) << agent_->last_error();
+  EXPECT_EQ(kubelet_->Resources(), std::vector<std::string>{"nvidia.com/gpu"});
+}
+
+// migStrategy none: every GPU is nvidia.com/gpu whatever its MIG mode (a100-8x-mig has MIG on
+// GPUs 0-3 and off on 4-7).
+TEST_F(DevicePluginAgentTest, NoneAdvertisesEveryGpuWhateverItsMigMode) {
+  Start("a100-8x-mig", "flags:\n  migStrategy: none\n");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  EXPECT_EQ(kubelet_->Resources(), std::vector<std::string>{"nvidia.com/gpu"});
+  EXPECT_TRUE(agent_->plan().warnings.empty());
+}
+
+TEST_F(DevicePluginAgentTest, MigMixedThenAnInvalidSingleLayoutServesNoDevices) {
   Start("a100-8x-mig", "flags:\n  migStrategy: mixed\n");
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-1g.5gb", 8, kWait).ok());
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-3g.20gb", 2, kWait).ok());
@@ -136,23 +168,51 @@ TEST_F(DevicePluginAgentTest, MigMixedAndSingleStrategies) {
                                     .resource = "nvidia.com/mig-1g.5gb",
                                     .count = 1});
   ASSERT_TRUE(pod.ok()) << pod.status();
-  EXPECT_EQ(pod->response.cdi_devices(0).name().rfind("nvidia.com/gpu=MIG-", 0), 0u);
+  EXPECT_EQ(pod->response.cdi_devices(0).name().rfind("nvidia.gpuop.io/gpu=MIG-", 0), 0u);
 
-  // single does not fit this node (several profiles, MIG off on GPUs 4-7): the agent keeps
-  // serving the mixed plan and says why.
+  // single does not fit this node (GPU 3 in MIG mode without MIG devices, several profiles,
+  // MIG off on GPUs 4-7; the first of those is reported, as GFD checks them). As GFD labels it
+  // (count 0), nvidia.com/gpu stays registered with no devices and the reason is reported; the
+  // plugin keeps running so that a fixed layout is picked up.
   ASSERT_TRUE(
       common::WriteFileAtomically(config_dir_ / "default", "flags:\n  migStrategy: single\n").ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 0, kWait).ok());
+  EXPECT_TRUE(kubelet_->WaitForDisconnected("nvidia.com/mig-3g.20gb", kWait).ok());
+  EXPECT_EQ(kubelet_->Capacity("nvidia.com/gpu"), 0);
+  const absl::Status reason = agent_->last_error();
+  EXPECT_EQ(reason.code(), absl::StatusCode::kFailedPrecondition) << reason;
+  EXPECT_THAT(std::string(reason.message()),
+              HasSubstr("MIG strategy single: GPU 3 (GPU-6238df8f-92a4-1a9c-8d23-c7d072d61ae8) has "
+                        "MIG enabled but no MIG devices"));
+  EXPECT_EQ(agent_->config().mig_strategy, MigStrategy::kSingle);
+}
+
+// NVIDIA's plugin exits on a configuration it cannot load; gpuop's keeps running, serves nothing
+// and takes the first good configuration that appears.
+TEST_F(DevicePluginAgentTest, AFirstBadConfigDoesNotStopThePlugin) {
+  Start("h100-8x-nvswitch", "flags:\n  migStrategy: all\n");
+  EXPECT_EQ(agent_->last_error().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(agent_->last_error().message()), HasSubstr("flags.migStrategy"));
+  EXPECT_TRUE(agent_->manager().resources().empty());
+  ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default", kDefaultInstallConfig).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  EXPECT_TRUE(agent_->last_error().ok()) << agent_->last_error();
+}
+
+TEST_F(DevicePluginAgentTest, ABadEditKeepsTheLastGoodConfig) {
+  Start("h100-8x-nvswitch", "flags:\n  migStrategy: mixed\n");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default", "flags: [").ok());
   const absl::Status reason = [&] {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 500; ++i) {
       if (!agent_->last_error().ok()) return agent_->last_error();
       absl::SleepFor(absl::Milliseconds(20));
     }
     return absl::OkStatus();
   }();
-  EXPECT_EQ(reason.code(), absl::StatusCode::kFailedPrecondition) << reason;
-  EXPECT_THAT(std::string(reason.message()), HasSubstr("MIG strategy single"));
+  EXPECT_EQ(reason.code(), absl::StatusCode::kInvalidArgument) << reason;
   EXPECT_EQ(agent_->config().mig_strategy, MigStrategy::kMixed);
-  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/mig-3g.20gb", 2, kWait).ok());
+  EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
 }
 
 TEST_F(DevicePluginAgentTest, MigSingleAfterALayoutChangeIsAnnounced) {
@@ -215,7 +275,7 @@ sharing:
   auto response = kubelet_->Allocate("nvidia.com/gpu", {{gpu0 + "::0", gpu0 + "::1"}});
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->container_responses(0).cdi_devices_size(), 1);
-  EXPECT_EQ(response->container_responses(0).cdi_devices(0).name(), "nvidia.com/gpu=" + gpu0);
+  EXPECT_EQ(response->container_responses(0).cdi_devices(0).name(), "nvidia.gpuop.io/gpu=" + gpu0);
 }
 
 TEST_F(DevicePluginAgentTest, LostGpuIsUnhealthyAndRecovers) {

@@ -4,7 +4,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "agent/cdi/kinds.h"
 
 namespace gpuop::agent {
 namespace {
@@ -18,7 +20,7 @@ PluginDevice WholeGpu(const hw::Gpu& gpu) {
           .gpu_index = gpu.index,
           .gpu_id = id,
           .numa_node = gpu.numa_node,
-          .cdi_name = absl::StrCat(amd ? "amd.com/gpu=" : "nvidia.com/gpu=", id),
+          .cdi_name = absl::StrCat(amd ? "amd.com/gpu" : cdi::kNvidiaCdiKind, "=", id),
           .device_nodes = gpu.device_nodes};
 }
 
@@ -31,10 +33,14 @@ PluginDevice MigDevice(const hw::Gpu& gpu, const hw::MigDevice& mig) {
           .mig = true,
           .gpu_instance_id = mig.gpu_instance_id,
           .numa_node = gpu.numa_node,
-          .cdi_name = absl::StrCat("nvidia.com/gpu=", mig.uuid)};
+          .cdi_name = absl::StrCat(cdi::kNvidiaCdiKind, "=", mig.uuid)};
 }
 
 // Whether `selector` (a GPU index, GPU UUID, MIG UUID or PCI address) names `device`.
+std::string Describe(const hw::Gpu& gpu) {
+  return absl::StrCat("GPU ", gpu.index, " (", gpu.uuid, ")");
+}
+
 bool Selects(const std::string& selector, const PluginDevice& device, const hw::Gpu& gpu) {
   return selector == device.physical_id || selector == gpu.uuid ||
          selector == std::to_string(gpu.index) || selector == gpu.pci_bus_id;
@@ -54,43 +60,83 @@ int ResourcePlan::Replicas(const std::string& resource) const {
   return replicas;
 }
 
+MigSingleLayout ClassifyMigSingle(const std::vector<hw::Gpu>& gpus) {
+  MigSingleLayout out;
+  std::vector<const hw::Gpu*> enabled, disabled;
+  for (const hw::Gpu& gpu : gpus) {
+    if (gpu.vendor != hw::Vendor::kNvidia) continue;
+    (gpu.mig_enabled ? enabled : disabled).push_back(&gpu);
+  }
+  if (enabled.empty()) return out;
+  out.first_mig_gpu = enabled.front();
+  out.kind = MigSingleLayout::Kind::kInvalid;
+  for (const hw::Gpu* gpu : enabled) {
+    if (gpu->mig_devices.empty()) {
+      out.reason = absl::StrCat(Describe(*gpu), " has MIG enabled but no MIG devices");
+      return out;
+    }
+  }
+  if (!disabled.empty()) {
+    auto indexes = [](const std::vector<const hw::Gpu*>& list) {
+      return absl::StrJoin(list, ", ",
+                           [](std::string* s, const hw::Gpu* g) { absl::StrAppend(s, g->index); });
+    };
+    out.reason = absl::StrCat("GPUs with MIG enabled (", indexes(enabled),
+                              ") and with MIG disabled (", indexes(disabled), ") on one node");
+    return out;
+  }
+  std::set<std::string> profiles;
+  for (const hw::Gpu* gpu : enabled) {
+    for (const hw::MigDevice& mig : gpu->mig_devices) profiles.insert(mig.profile);
+  }
+  if (profiles.size() > 1) {
+    out.reason =
+        absl::StrCat("MIG devices of more than one profile (", absl::StrJoin(profiles, ", "), ")");
+    return out;
+  }
+  out.kind = MigSingleLayout::Kind::kMigDevices;
+  out.profile = *profiles.begin();
+  return out;
+}
+
 absl::StatusOr<ResourcePlan> PlanResources(const std::vector<hw::Gpu>& gpus,
                                            const DevicePluginConfig& config) {
   ResourcePlan plan;
-  std::map<int, const hw::Gpu*> nvidia_by_index;
-  std::set<std::string> single_profiles;
+  const MigSingleLayout single =
+      config.mig_strategy == MigStrategy::kSingle ? ClassifyMigSingle(gpus) : MigSingleLayout{};
+  if (single.kind == MigSingleLayout::Kind::kInvalid) {
+    plan.mig_invalid = single.reason;
+    plan.warnings.push_back(absl::StrCat("MIG strategy single: ", single.reason,
+                                         "; nvidia.com/gpu is advertised with no devices until "
+                                         "the layout is fixed (or use strategy mixed)"));
+    plan.resources["nvidia.com/gpu"];
+  }
   for (const hw::Gpu& gpu : gpus) {
     if (gpu.vendor == hw::Vendor::kAmd) {
       plan.resources["amd.com/gpu"].push_back(WholeGpu(gpu));
       continue;
     }
     if (gpu.vendor != hw::Vendor::kNvidia) continue;
-    nvidia_by_index[gpu.index] = &gpu;
     switch (config.mig_strategy) {
       case MigStrategy::kNone:
-        if (gpu.mig_enabled) {
-          plan.warnings.push_back(absl::StrCat("GPU ", gpu.index, " (", gpu.uuid,
-                                               ") has MIG enabled and is not advertised under MIG "
-                                               "strategy none"));
-        } else {
-          plan.resources["nvidia.com/gpu"].push_back(WholeGpu(gpu));
-        }
+        plan.resources["nvidia.com/gpu"].push_back(WholeGpu(gpu));
         break;
       case MigStrategy::kSingle:
-        if (!gpu.mig_enabled || gpu.mig_devices.empty()) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "MIG strategy single: GPU ", gpu.index, " (", gpu.uuid, ") has ",
-              gpu.mig_enabled ? "no MIG devices" : "MIG disabled",
-              "; every GPU needs MIG devices of one profile (use strategy mixed otherwise)"));
-        }
-        for (const auto& mig : gpu.mig_devices) {
-          single_profiles.insert(mig.profile);
-          plan.resources["nvidia.com/gpu"].push_back(MigDevice(gpu, mig));
+        if (single.kind == MigSingleLayout::Kind::kWholeGpus) {
+          plan.resources["nvidia.com/gpu"].push_back(WholeGpu(gpu));
+        } else if (single.kind == MigSingleLayout::Kind::kMigDevices) {
+          for (const auto& mig : gpu.mig_devices) {
+            plan.resources["nvidia.com/gpu"].push_back(MigDevice(gpu, mig));
+          }
         }
         break;
       case MigStrategy::kMixed:
         if (!gpu.mig_enabled) {
           plan.resources["nvidia.com/gpu"].push_back(WholeGpu(gpu));
+        } else if (gpu.mig_devices.empty()) {
+          plan.warnings.push_back(absl::StrCat(Describe(gpu),
+                                               " has MIG enabled but no MIG devices; it offers "
+                                               "nothing until MIG devices are created"));
         } else {
           for (const auto& mig : gpu.mig_devices) {
             plan.resources[MigResourceName(mig.profile)].push_back(MigDevice(gpu, mig));
@@ -99,18 +145,12 @@ absl::StatusOr<ResourcePlan> PlanResources(const std::vector<hw::Gpu>& gpus,
         break;
     }
   }
-  if (single_profiles.size() > 1) {
-    std::string list;
-    for (const auto& p : single_profiles) absl::StrAppend(&list, list.empty() ? "" : ", ", p);
-    return absl::FailedPreconditionError(
-        absl::StrCat("MIG strategy single: the node has MIG devices of several profiles (", list,
-                     "); use strategy mixed"));
-  }
 
   // Time-slicing: replicate the selected devices of each rule's resource.
   for (size_t r = 0; r < config.time_slicing.size(); ++r) {
     const TimeSlicingRule& rule = config.time_slicing[r];
     auto it = plan.resources.find(rule.resource);
+    if (it != plan.resources.end() && it->second.empty()) continue;  // nothing to replicate
     if (it == plan.resources.end()) {
       plan.warnings.push_back(
           absl::StrCat("time-slicing rule ", r, ": the node has no ", rule.resource));

@@ -26,7 +26,8 @@ struct PluginDevice {
   bool mig = false;
   std::optional<unsigned int> gpu_instance_id;  // MIG devices
   std::optional<int> numa_node;
-  // Fully qualified CDI device name ("nvidia.com/gpu=GPU-...").
+  // Fully qualified CDI device name in gpuop's spec ("nvidia.gpuop.io/gpu=GPU-...", see
+  // agent/cdi/kinds.h; AMD: "amd.com/gpu=<PCI address>").
   std::string cdi_name;
   // Device nodes to pass without CDI (AMD: /dev/kfd and the DRM nodes).
   std::vector<std::string> device_nodes;
@@ -36,10 +37,16 @@ struct PluginDevice {
 
 // Every resource the node advertises and its devices, in a stable order.
 struct ResourcePlan {
+  // A resource may have no devices: nvidia.com/gpu under an invalid single layout stays
+  // registered with none, so the node shows it with capacity 0 (as GPU feature discovery labels
+  // it with count 0) and a fixed layout brings the devices back without a new registration.
   std::map<std::string, std::vector<PluginDevice>> resources;
-  // Things the operator should know but that do not stop the plugin ("GPU 3 has MIG enabled
-  // and is not advertised under strategy none").
+  // Things the operator should know but that do not stop the plugin ("time-slicing rule 1: the
+  // node has no nvidia.com/mig-1g.5gb").
   std::vector<std::string> warnings;
+  // Why the node's MIG layout does not fit strategy single; empty when it does (or under another
+  // strategy). Also in `warnings`.
+  std::string mig_invalid;
 
   // Replicas per device of `resource` when they are all equal, otherwise the largest.
   int Replicas(const std::string& resource) const;
@@ -48,17 +55,41 @@ struct ResourcePlan {
 // NVIDIA's MIG resource name for a profile: "nvidia.com/mig-1g.10gb"; '+' becomes '.'.
 std::string MigResourceName(const std::string& profile);
 
-// Works out resources from the node's GPUs (any vendors) and the plugin configuration:
-// - strategy none: whole NVIDIA GPUs as nvidia.com/gpu; MIG-enabled GPUs are left out with a
-//   warning (a GPU in MIG mode cannot run work as a whole);
-// - strategy single: every NVIDIA GPU must have MIG on and every MIG device the same profile;
-//   the MIG devices become nvidia.com/gpu. FailedPrecondition, naming the GPU, otherwise;
+// How MIG strategy single reads a node's NVIDIA GPUs, as NVIDIA's device plugin
+// (internal/rm/device_map.go) and GPU feature discovery (internal/lm/mig-strategy.go) do.
+struct MigSingleLayout {
+  enum class Kind {
+    kWholeGpus,   // no GPU has MIG enabled: whole GPUs are nvidia.com/gpu, as under none
+    kMigDevices,  // every GPU has MIG enabled with devices of one profile: those are nvidia.com/gpu
+    kInvalid,     // anything else: nothing is advertised, labels say <product>-MIG-INVALID
+  };
+  Kind kind = Kind::kWholeGpus;
+  std::string profile;  // kMigDevices: the profile of every MIG device
+  std::string reason;   // kInvalid: what is wrong, naming GPUs or profiles
+  // kMigDevices and kInvalid: the first GPU with MIG enabled (GFD names the node's product after
+  // it); null for kWholeGpus.
+  const hw::Gpu* first_mig_gpu = nullptr;
+};
+
+// Classifies the NVIDIA GPUs among `gpus` (others are ignored); the result points into `gpus`.
+// Invalid, checked in this order: a GPU with MIG enabled but no MIG devices; GPUs with MIG
+// enabled next to GPUs with it disabled; MIG devices of more than one profile.
+MigSingleLayout ClassifyMigSingle(const std::vector<hw::Gpu>& gpus);
+
+// Works out resources from the node's GPUs (any vendors) and the plugin configuration, with the
+// semantics of NVIDIA's device plugin:
+// - strategy none: every NVIDIA GPU as nvidia.com/gpu, whatever its MIG mode;
+// - strategy single (ClassifyMigSingle): without MIG-enabled GPUs, whole GPUs as nvidia.com/gpu;
+//   with every GPU in MIG mode and one profile, the MIG devices as nvidia.com/gpu; an invalid
+//   layout advertises nvidia.com/gpu with no devices and says why in `mig_invalid` (NVIDIA's
+//   plugin fails to start there; gpuop keeps serving so that the fixed layout is picked up);
 // - strategy mixed: MIG devices as nvidia.com/mig-<profile>, GPUs without MIG as
-//   nvidia.com/gpu;
+//   nvidia.com/gpu; a MIG-enabled GPU without MIG devices contributes nothing (a warning);
 // - AMD GPUs as amd.com/gpu;
 // then time-slicing rules replicate the devices they select (renamed "<resource>.shared" when
 // the rule or renameByDefault says so). A rule naming a device that does not exist is
-// InvalidArgument naming the rule's device.
+// InvalidArgument naming the rule's device; a rule for a resource without devices does
+// nothing.
 [[nodiscard]] absl::StatusOr<ResourcePlan> PlanResources(const std::vector<hw::Gpu>& gpus,
                                                          const DevicePluginConfig& config);
 

@@ -8,7 +8,9 @@
 namespace gpuop::agent {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 hw::Gpu Nvidia(int index, bool mig = false, std::vector<std::string> profiles = {}) {
   hw::Gpu g{.vendor = hw::Vendor::kNvidia,
@@ -32,15 +34,17 @@ std::vector<std::string> Ids(const ResourcePlan& plan, const std::string& resour
   return ids;
 }
 
-TEST(PlanResourcesTest, NoneAdvertisesWholeGpusAndWarnsAboutMigOnes) {
+// NVIDIA's device plugin under migStrategy none: every GPU is nvidia.com/gpu, MIG mode or not.
+TEST(PlanResourcesTest, NoneAdvertisesEveryGpuWhateverItsMigMode) {
   auto plan = PlanResources({Nvidia(0), Nvidia(1, true, {"1g.10gb"})}, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-0"});
-  ASSERT_EQ(plan->warnings.size(), 1u);
-  EXPECT_THAT(plan->warnings[0], HasSubstr("GPU 1"));
+  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), (std::vector<std::string>{"GPU-0", "GPU-1"}));
+  EXPECT_THAT(plan->warnings, IsEmpty());
+  EXPECT_EQ(plan->resources.size(), 1u);
   const PluginDevice& d = plan->resources.at("nvidia.com/gpu")[0];
-  EXPECT_EQ(d.cdi_name, "nvidia.com/gpu=GPU-0");
+  EXPECT_EQ(d.cdi_name, "nvidia.gpuop.io/gpu=GPU-0");
   EXPECT_EQ(d.numa_node, 0);
+  EXPECT_FALSE(plan->resources.at("nvidia.com/gpu")[1].mig);
 }
 
 TEST(PlanResourcesTest, MixedNamesResourcesByProfile) {
@@ -53,22 +57,83 @@ TEST(PlanResourcesTest, MixedNamesResourcesByProfile) {
   EXPECT_EQ(Ids(*plan, "nvidia.com/mig-1g.5gb.me"), std::vector<std::string>{"MIG-1-0"});
   EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-2"});
   EXPECT_TRUE(plan->resources.at("nvidia.com/mig-1g.10gb")[0].mig);
-  EXPECT_EQ(plan->resources.at("nvidia.com/mig-1g.10gb")[0].cdi_name, "nvidia.com/gpu=MIG-0-0");
+  EXPECT_EQ(plan->resources.at("nvidia.com/mig-1g.10gb")[0].cdi_name,
+            "nvidia.gpuop.io/gpu=MIG-0-0");
 }
 
-TEST(PlanResourcesTest, SingleNeedsOneProfileEverywhere) {
-  auto plan = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true, {"1g.10gb"})},
-                            {.mig_strategy = MigStrategy::kSingle});
+TEST(PlanResourcesTest, MixedSkipsAMigGpuWithoutMigDevices) {
+  auto plan = PlanResources({Nvidia(0, true), Nvidia(1)}, {.mig_strategy = MigStrategy::kMixed});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), (std::vector<std::string>{"MIG-0-0", "MIG-1-0"}));
+  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-1"});
+  EXPECT_THAT(plan->warnings, ElementsAre(HasSubstr("GPU 0 (GPU-0) has MIG enabled but no MIG")));
+}
 
-  auto two_profiles = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true, {"2g.20gb"})},
-                                    {.mig_strategy = MigStrategy::kSingle});
-  EXPECT_EQ(two_profiles.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(two_profiles.status().message()), HasSubstr("1g.10gb, 2g.20gb"));
-  auto mig_off = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1)},
-                               {.mig_strategy = MigStrategy::kSingle});
-  EXPECT_THAT(std::string(mig_off.status().message()), HasSubstr("GPU 1 (GPU-1) has MIG disabled"));
+// The layouts of migStrategy single, as NVIDIA's device plugin (internal/rm/device_map.go) and
+// GFD (internal/lm/mig-strategy.go) treat them: no MIG-enabled GPU means whole GPUs; all GPUs in
+// MIG mode with one profile means MIG devices; anything else is invalid (GFD: count 0).
+TEST(PlanResourcesTest, SingleLayouts) {
+  struct Case {
+    const char* name;
+    std::vector<hw::Gpu> gpus;
+    std::vector<std::string> want;  // nvidia.com/gpu
+    const char* invalid;            // substring of mig_invalid; "" when valid
+  };
+  const Case cases[] = {
+      {"no MIG: whole GPUs", {Nvidia(0), Nvidia(1)}, {"GPU-0", "GPU-1"}, ""},
+      {"one profile everywhere",
+       {Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true, {"1g.10gb", "1g.10gb"})},
+       {"MIG-0-0", "MIG-1-0", "MIG-1-1"},
+       ""},
+      {"two profiles",
+       {Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true, {"2g.20gb"})},
+       {},
+       "MIG devices of more than one profile (1g.10gb, 2g.20gb)"},
+      {"MIG on and off",
+       {Nvidia(0, true, {"1g.10gb"}), Nvidia(1), Nvidia(2)},
+       {},
+       "GPUs with MIG enabled (0) and with MIG disabled (1, 2) on one node"},
+      {"MIG on without devices",
+       {Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true)},
+       {},
+       "GPU 1 (GPU-1) has MIG enabled but no MIG devices"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto plan = PlanResources(c.gpus, {.mig_strategy = MigStrategy::kSingle});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    ASSERT_TRUE(plan->resources.contains("nvidia.com/gpu"));
+    EXPECT_EQ(plan->resources.size(), 1u);
+    EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), c.want);
+    if (*c.invalid == '\0') {
+      EXPECT_EQ(plan->mig_invalid, "");
+      EXPECT_THAT(plan->warnings, IsEmpty());
+    } else {
+      EXPECT_THAT(plan->mig_invalid, HasSubstr(c.invalid));
+      EXPECT_THAT(plan->warnings, ElementsAre(HasSubstr(c.invalid)));
+    }
+  }
+}
+
+TEST(PlanResourcesTest, TimeSlicingOnAnInvalidSingleLayoutReplicatesNothing) {
+  DevicePluginConfig config{.mig_strategy = MigStrategy::kSingle};
+  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 2, .devices = {"0"}}};
+  auto plan = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1)}, config);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"), IsEmpty());
+  EXPECT_FALSE(plan->mig_invalid.empty());
+}
+
+TEST(ClassifyMigSingleTest, NamesTheFirstMigGpuAndIgnoresOtherVendors) {
+  hw::Gpu amd{.vendor = hw::Vendor::kAmd, .index = 0, .pci_bus_id = "0000:19:00.0"};
+  const std::vector<hw::Gpu> gpus = {amd, Nvidia(1), Nvidia(2, true, {"3g.40gb"})};
+  const MigSingleLayout layout = ClassifyMigSingle(gpus);
+  EXPECT_EQ(layout.kind, MigSingleLayout::Kind::kInvalid);
+  ASSERT_NE(layout.first_mig_gpu, nullptr);
+  EXPECT_EQ(layout.first_mig_gpu->uuid, "GPU-2");
+  EXPECT_EQ(ClassifyMigSingle({amd, Nvidia(1)}).kind, MigSingleLayout::Kind::kWholeGpus);
+  const MigSingleLayout mig = ClassifyMigSingle({Nvidia(0, true, {"3g.40gb", "3g.40gb"})});
+  EXPECT_EQ(mig.kind, MigSingleLayout::Kind::kMigDevices);
+  EXPECT_EQ(mig.profile, "3g.40gb");
 }
 
 TEST(PlanResourcesTest, TimeSlicingPerGpuReplicas) {
@@ -85,7 +150,7 @@ TEST(PlanResourcesTest, TimeSlicingPerGpuReplicas) {
     if (d.gpu_index == 1) {
       EXPECT_EQ(d.replicas, 3);
     }
-    EXPECT_EQ(d.cdi_name, "nvidia.com/gpu=" + d.physical_id);
+    EXPECT_EQ(d.cdi_name, "nvidia.gpuop.io/gpu=" + d.physical_id);
   }
 }
 

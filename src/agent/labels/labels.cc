@@ -45,10 +45,12 @@ void NvidiaLabels(const LabelInputs& in, NodeLabels& labels) {
   std::string count = std::to_string(inv.gpus.size());
   std::string memory = MostCommon(inv.gpus, [](const hw::Gpu& g) { return MiB(g.memory_bytes); });
 
-  if (strategy == MigStrategy::kSingle && first.mig_enabled && !first.mig_devices.empty()) {
+  const MigSingleLayout single =
+      strategy == MigStrategy::kSingle ? ClassifyMigSingle(inv.gpus) : MigSingleLayout{};
+  if (single.kind == MigSingleLayout::Kind::kMigDevices) {
     // Under single the MIG devices are the node's "GPUs".
-    const hw::MigDevice& mig = first.mig_devices.front();
-    product = absl::StrCat(product, "-MIG-", mig.profile);
+    const hw::MigDevice& mig = single.first_mig_gpu->mig_devices.front();
+    product = absl::StrCat(single.first_mig_gpu->product, "-MIG-", mig.profile);
     size_t n = 0;
     for (const auto& g : inv.gpus) n += g.mig_devices.size();
     count = std::to_string(n);
@@ -64,12 +66,17 @@ void NvidiaLabels(const LabelInputs& in, NodeLabels& labels) {
     }
   }
   if (shared && !renamed) product = absl::StrCat(product, "-SHARED");
+  // GFD's invalid mig-strategy=single labels: the first MIG-enabled GPU's model with
+  // "-MIG-INVALID", and count, replicas and memory 0, so nothing selects the node for GPUs.
+  const bool invalid = single.kind == MigSingleLayout::Kind::kInvalid;
+  if (invalid) product = absl::StrCat(single.first_mig_gpu->product, "-MIG-INVALID");
+  const std::string zero(1, '0');
 
   put("gpu.present", "true");
   put("gpu.product", absl::StrReplaceAll(product, {{" ", "-"}}));
-  put("gpu.count", count);
-  put("gpu.memory", memory);
-  put("gpu.replicas", std::to_string(shared ? replicas : 1));
+  put("gpu.count", invalid ? zero : count);
+  put("gpu.memory", invalid ? zero : memory);
+  put("gpu.replicas", invalid ? zero : std::to_string(shared ? replicas : 1));
   put("gpu.sharing-strategy", shared ? "time-slicing" : "none");
   const std::string family = MostCommon(inv.gpus, [](const hw::Gpu& g) { return g.architecture; });
   if (!family.empty()) put("gpu.family", family);

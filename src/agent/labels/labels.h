@@ -30,6 +30,9 @@ struct LabelInputs {
 // - NVIDIA nodes: GPU feature discovery's keys and values, so existing nodeSelectors keep
 //   working: nvidia.com/gpu.present, gpu.product (with "-MIG-<profile>" under MIG strategy
 //   single and "-SHARED" when time-sliced without renaming), gpu.count, gpu.memory (MiB),
+//   where a MIG layout that does not fit strategy single (ClassifyMigSingle) gives GFD's
+//   gpu.product "<model>-MIG-INVALID" with gpu.count, gpu.replicas and gpu.memory "0", and
+//   single on a node without MIG-enabled GPUs describes the whole GPUs;
 //   gpu.family, gpu.compute.major/minor, gpu.machine, gpu.replicas, gpu.sharing-strategy,
 //   cuda.driver-version.{major,minor,revision,full}, cuda.runtime-version.{major,minor,full},
 //   mig.capable, mig.strategy, mps.capable, and under strategy mixed

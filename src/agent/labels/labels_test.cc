@@ -78,6 +78,52 @@ TEST(NodeLabelsTest, MigSingleDescribesTheMigDevices) {
   EXPECT_THAT(labels, Contains(Pair("nvidia.com/mig.strategy", "single")));
 }
 
+// GFD's labels for mig-strategy=single on a node without MIG-enabled GPUs: the whole GPUs'
+// labels, with mig.strategy single.
+TEST(NodeLabelsTest, MigSingleWithoutMigEnabledGpusDescribesWholeGpus) {
+  const NodeLabels labels = ComputeNodeLabels(
+      {.nvidia = H100s(8), .plugin_config = {.mig_strategy = MigStrategy::kSingle}});
+  EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3")));
+  EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.count", "8")));
+  EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.memory", "81559")));
+  EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.replicas", "1")));
+  EXPECT_THAT(labels, Contains(Pair("nvidia.com/mig.strategy", "single")));
+}
+
+// GFD's newInvalidMigStrategyLabeler: product "<model of the first MIG-enabled GPU>-MIG-INVALID"
+// and count, replicas and memory 0, for each of its three invalid layouts.
+TEST(NodeLabelsTest, InvalidMigSingleLayoutsAreLabelledMigInvalid) {
+  auto with_mig = [](hw::Inventory inv, int gpu, std::vector<std::string> profiles) {
+    inv.gpus[gpu].mig_enabled = true;
+    inv.gpus[gpu].product = "NVIDIA A100-SXM4-40GB";
+    for (const auto& p : profiles) {
+      inv.gpus[gpu].mig_devices.push_back(
+          {.uuid = absl::StrCat("MIG-", gpu, p), .profile = p, .memory_bytes = 4864ull << 20});
+    }
+    return inv;
+  };
+  struct Case {
+    const char* name;
+    hw::Inventory inventory;
+  };
+  const Case cases[] = {
+      {"MIG on and off", with_mig(H100s(2), 1, {"1g.5gb"})},
+      {"MIG on without devices", with_mig(with_mig(H100s(2), 0, {"1g.5gb"}), 1, {})},
+      {"two profiles", with_mig(with_mig(H100s(2), 0, {"1g.5gb"}), 1, {"3g.20gb"})},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeLabels labels = ComputeNodeLabels(
+        {.nvidia = c.inventory, .plugin_config = {.mig_strategy = MigStrategy::kSingle}});
+    EXPECT_THAT(labels,
+                Contains(Pair("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-INVALID")));
+    EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.count", "0")));
+    EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.replicas", "0")));
+    EXPECT_THAT(labels, Contains(Pair("nvidia.com/gpu.memory", "0")));
+    EXPECT_THAT(labels, Contains(Pair("nvidia.com/mig.strategy", "single")));
+  }
+}
+
 TEST(NodeLabelsTest, MigMixedPerProfileLabels) {
   hw::Inventory inv = H100s(1);
   inv.gpus[0].mig_enabled = true;

@@ -1,0 +1,23 @@
+#ifndef GPUOP_AGENT_CDI_KINDS_H_
+#define GPUOP_AGENT_CDI_KINDS_H_
+
+// The CDI kinds ("<vendor>/<class>") gpuop's specs define. Header only: the device plugin names
+// devices of these kinds in Allocate without linking the spec generators.
+//
+// gpuop never defines kind nvidia.com/gpu. NVIDIA's container toolkit (>= 1.18, the
+// nvidia-cdi-refresh service) writes /var/run/cdi/nvidia.yaml with that kind and device names
+// "<index>", "GPU-<uuid>" and "all"; the CDI cache drops a device defined twice at one priority,
+// and containerd then fails every container that asks for it. NVIDIA's own components use kinds
+// of their own for the same reason (k8s.device-plugin.nvidia.com/gpu,
+// management.nvidia.com/gpu). The vendor part is a DNS subdomain of gpuop.io, so it stays
+// valid under every CDI spec version (dots in the class need 0.6.0; in the vendor they are
+// always allowed).
+namespace gpuop::agent::cdi {
+
+inline constexpr char kNvidiaCdiVendor[] = "nvidia.gpuop.io";
+inline constexpr char kNvidiaCdiClass[] = "gpu";
+inline constexpr char kNvidiaCdiKind[] = "nvidia.gpuop.io/gpu";
+
+}  // namespace gpuop::agent::cdi
+
+#endif  // GPUOP_AGENT_CDI_KINDS_H_
