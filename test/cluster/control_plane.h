@@ -139,6 +139,10 @@ class ControlPlane {
   };
   [[nodiscard]] absl::StatusOr<RunResult> RunInNode(std::vector<std::string> argv,
                                                     absl::Duration timeout = absl::Seconds(60));
+  // Starts a program inside the node's namespaces and returns it running, its output appended to
+  // `log` (a new file under the work dir's logs/ when empty); the caller stops it.
+  [[nodiscard]] absl::StatusOr<common::Subprocess> StartInNode(std::vector<std::string> argv,
+                                                               std::filesystem::path log = {});
   const std::filesystem::path& node_bin_dir() const { return options_.node_bin_dir; }
   // Where etcd, kube-apiserver, kubectl and helm are.
   const std::filesystem::path& bin_dir() const { return options_.bin_dir; }

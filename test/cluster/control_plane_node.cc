@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 #include "test/cluster/control_plane.h"
 
@@ -15,11 +16,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The whole file, or "" when it cannot be read (logs that may not exist yet).
 std::string Slurp(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream out;
-  out << file.rdbuf();
-  return out.str();
+  absl::StatusOr<std::string> text = common::ReadFile(path);
+  return text.ok() ? *std::move(text) : std::string();
 }
 
 }  // namespace
@@ -84,23 +84,32 @@ absl::Status ControlPlane::ImportImage(const NodeImage& image) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ControlPlane::RunResult> ControlPlane::RunInNode(std::vector<std::string> argv,
-                                                                absl::Duration timeout) {
+absl::StatusOr<common::Subprocess> ControlPlane::StartInNode(std::vector<std::string> argv,
+                                                             fs::path log) {
   if (node_init_pid_ <= 0 || !IsRunning(Component::kNodeSandbox)) {
     return absl::FailedPreconditionError("node: the node sandbox is not running");
   }
   static int counter = 0;
-  const fs::path out = options_.work_dir / "logs" / absl::StrCat("node-run-", ++counter, ".log");
+  const fs::path out =
+      !log.empty() ? log
+                   : options_.work_dir / "logs" / absl::StrCat("node-run-", ++counter, ".log");
   std::vector<std::string> full = {GPUOP_NODE_SANDBOX, "exec", "--init-pid",
                                    absl::StrCat(node_init_pid_), "--"};
   full.insert(full.end(), argv.begin(), argv.end());
-  GPUOP_ASSIGN_OR_RETURN(common::Subprocess process,
-                         common::Subprocess::Spawn({.argv = std::move(full), .output_path = out}));
+  return common::Subprocess::Spawn({.argv = std::move(full), .output_path = out});
+}
+
+absl::StatusOr<ControlPlane::RunResult> ControlPlane::RunInNode(std::vector<std::string> argv,
+                                                                absl::Duration timeout) {
+  const std::string program = argv.empty() ? "" : argv[0];
+  static int runs = 0;
+  const fs::path out = options_.work_dir / "logs" / absl::StrCat("node-exec-", ++runs, ".log");
+  GPUOP_ASSIGN_OR_RETURN(common::Subprocess process, StartInNode(std::move(argv), out));
   absl::StatusOr<int> status = process.Wait(timeout);
   if (!status.ok()) {
     (void)process.Stop(absl::Seconds(2));
     return absl::DeadlineExceededError(
-        absl::StrCat("node: ", argv[0], " still running after ", absl::FormatDuration(timeout)));
+        absl::StrCat("node: ", program, " still running after ", absl::FormatDuration(timeout)));
   }
   return RunResult{.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status),
                    .output = Slurp(out)};

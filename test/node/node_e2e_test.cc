@@ -14,12 +14,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "agent/podresources/pod_resources.h"
+#include "common/process.h"
 #include "test/cluster/cluster_environment.h"
 #include "test/cluster/ports.h"
 #include "test/cluster/test_api.h"
@@ -148,6 +150,90 @@ class NodeE2ETest : public ::testing::Test {
     if (!S().images) GTEST_SKIP() << "needs the images imported (see the suite's set-up failure)";
   }
 };
+
+// The simulated driver container on its own, as the operator's driver DaemonSet runs it
+// (privileged, hostPID, /run/nvidia Bidirectional): it publishes the driver root and the device
+// nodes on the node, and, like the real `rmmod`, refuses to unload while a process holds a device.
+TEST_F(NodeE2ETest, TheSimulatedDriverPublishesTheDriverAndRefusesToUnloadWhileHeld) {
+  const std::string pod_name = "simulated-driver";
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", pod_name}, {"namespace", kWorkloads}}},
+              {"spec",
+               {{"hostNetwork", true},
+                {"hostPID", true},
+                {"restartPolicy", "Never"},
+                {"terminationGracePeriodSeconds", 5},
+                {"containers",
+                 {{{"name", "driver"},
+                   {"image", kDriverImage},
+                   {"imagePullPolicy", "Never"},
+                   {"command", {"nvidia-driver", "init"}},
+                   {"env",
+                    {{{"name", "GPUOP_FAKE_NVML_SCENARIO"}, {"value", "h100-8x-nvswitch"}},
+                     {{"name", "NODE_NAME"}, {"value", kNodeName}}}},
+                   {"securityContext", {{"privileged", true}}},
+                   {"volumeMounts",
+                    {{{"name", "run-nvidia"},
+                      {"mountPath", "/run/nvidia"},
+                      {"mountPropagation", "Bidirectional"}}}}}}},
+                {"volumes",
+                 {{{"name", "run-nvidia"},
+                   {"hostPath", {{"path", "/run/nvidia"}, {"type", "DirectoryOrCreate"}}}}}}}}};
+  absl::StatusOr<json> created =
+      Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const fs::path root = Cluster().node().run / "nvidia" / "driver";
+  const fs::path lib = root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+  absl::Status published =
+      AwaitDone("the driver root published on the node", absl::Minutes(2),
+                [&]() -> absl::StatusOr<std::string> {
+                  std::error_code ec;
+                  if (fs::exists(lib, ec) && fs::exists(root / "dev" / "nvidia7", ec) &&
+                      fs::exists(root / "dev" / "nvidiactl", ec)) {
+                    return std::string();
+                  }
+                  absl::StatusOr<json> p =
+                      Get(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", pod_name));
+                  return p.ok() ? PodSummary(*p) : p.status().ToString();
+                });
+  ASSERT_TRUE(published.ok()) << published;
+  struct stat st {};
+  ASSERT_EQ(::stat((root / "dev" / "nvidia0").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/run/nvidia/driver/dev/nvidia0 is not a character device";
+  // A process on the node holds GPU 3's device node; unloading must be refused.
+  std::error_code removed;
+  fs::remove(Cluster().node().run / "holder-ready", removed);
+  absl::StatusOr<common::Subprocess> holder = Cluster().StartInNode(
+      {"/bin/sh", "-c",
+       "exec 3<>/run/nvidia/driver/dev/nvidia3; echo held >/run/holder-ready; exec sleep 600"});
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE(WaitUntil("the holder holding", absl::Seconds(30), [&]() -> absl::StatusOr<bool> {
+                return fs::exists(Cluster().node().run / "holder-ready");
+              }).ok());
+  const std::vector<std::string> exec = {Tool("kubectl"), "exec",  "-n",     kWorkloads,
+                                         pod_name,        "-c",    "driver", "--",
+                                         "nvidia-driver", "uninit"};
+  absl::StatusOr<ToolResult> refused = RunTool(exec, KubeEnv(), absl::Minutes(1));
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_NE(refused->exit_code, 0) << refused->output;
+  EXPECT_THAT(
+      refused->output,
+      ::testing::HasSubstr("Could not unload NVIDIA driver kernel modules, driver is in use"));
+  EXPECT_TRUE(fs::exists(lib)) << "a refused unload removed the driver root";
+  // Released, it unloads: the driver root and the device nodes go.
+  ASSERT_TRUE(holder->Stop(absl::Seconds(5)).ok());
+  absl::Status unloaded = AwaitDone(
+      "the driver unloaded once released", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<ToolResult> again = RunTool(exec, KubeEnv(), absl::Seconds(30));
+        if (!again.ok()) return again.status();
+        std::error_code ec;
+        if (!fs::exists(lib, ec)) return std::string();
+        return absl::StrCat("uninit exit ", again->exit_code, ": ", again->output);
+      });
+  EXPECT_TRUE(unloaded.ok()) << unloaded;
+  (void)Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", pod_name));
+}
 
 TEST_F(NodeE2ETest, HelmInstallsTheOperator) {
   const fs::path values = Cluster().work_dir() / "gpuop-values.yaml";
@@ -371,35 +457,68 @@ absl::Status AwaitAllocatable(absl::Duration timeout) {
       });
 }
 
-TEST_F(NodeE2ETest, AfterAKubeletRestartThePluginRegistersAgain) {
-  if (!S().allocatable) GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+// The running pod the restart tests watch: the user's probe when it runs, else the operator.
+absl::StatusOr<std::string> WatchedPodPath() {
+  if (S().probe_running) {
+    return absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod);
+  }
+  absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
+  if (!pods.ok()) return pods.status();
+  for (const json& pod : *pods) {
+    const std::string name = pod["metadata"].value("name", "");
+    if (absl::StartsWith(name, "gpuop-operator") && PodRunningAndReady(pod)) {
+      return absl::StrCat("/api/v1/namespaces/", kNamespace, "/pods/", name);
+    }
+  }
+  return absl::NotFoundError("no running pod to watch");
+}
+
+// Waits until the pod at `path` runs the container `id` again, never restarted, and is Ready.
+absl::Status AwaitSameContainer(const std::string& path, const std::string& id) {
+  return AwaitDone("the same container still running", absl::Minutes(2),
+                   [&]() -> absl::StatusOr<std::string> {
+                     absl::StatusOr<json> after = Get(path);
+                     if (!after.ok()) return after.status();
+                     const json& c = (*after)["status"]["containerStatuses"][0];
+                     if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
+                         c["state"].contains("running") && PodRunningAndReady(*after)) {
+                       return std::string();
+                     }
+                     return PodSummary(*after);
+                   });
+}
+
+TEST_F(NodeE2ETest, AfterAKubeletRestartTheNodeAndItsPodsComeBack) {
+  if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
+  absl::StatusOr<std::string> path = WatchedPodPath();
+  ASSERT_TRUE(path.ok()) << path.status();
+  absl::StatusOr<json> before = Get(*path);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
   ASSERT_TRUE(Cluster().StopComponent(Component::kKubelet).ok());
   ASSERT_TRUE(Cluster().StartComponent(Component::kKubelet).ok());
+  EXPECT_TRUE(AwaitSameContainer(*path, id).ok()) << *path;
+  // The device plugin notices the new kubelet and registers again.
+  if (!S().allocatable) {
+    GTEST_SKIP() << "GPUs re-registering needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+  }
   EXPECT_TRUE(AwaitAllocatable(absl::Minutes(2)).ok());
 }
 
 TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {
-  if (!S().probe_running) GTEST_SKIP() << "needs AUserPodGetsExactlyTwoGpus";
-  const std::string path = absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod);
-  absl::StatusOr<json> before = Get(path);
+  if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
+  absl::StatusOr<std::string> path = WatchedPodPath();
+  ASSERT_TRUE(path.ok()) << path.status();
+  absl::StatusOr<json> before = Get(*path);
   ASSERT_TRUE(before.ok()) << before.status();
   const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
   ASSERT_TRUE(Cluster().StopComponent(Component::kContainerd).ok());
   ASSERT_TRUE(Cluster().StartComponent(Component::kContainerd).ok());
   // The kubelet notices the runtime came back; the container is the same one, never restarted.
-  absl::Status same = AwaitDone(
-      "the probe container still running", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> after = Get(path);
-        if (!after.ok()) return after.status();
-        const json& c = (*after)["status"]["containerStatuses"][0];
-        if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
-            c["state"].contains("running")) {
-          return std::string();
-        }
-        return PodSummary(*after);
-      });
-  EXPECT_TRUE(same.ok()) << same;
-  EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
+  EXPECT_TRUE(AwaitSameContainer(*path, id).ok()) << *path;
+  if (S().allocatable) {
+    EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
+  }
 }
 
 TEST_F(NodeE2ETest, TheRuntimeComponentConfiguresContainerd) {

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 #include "common/process.h"
 
 namespace gpuop::test {
@@ -16,11 +17,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The whole file, or "" when it cannot be read (logs that may not exist yet).
 std::string Slurp(const fs::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream out;
-  out << file.rdbuf();
-  return out.str();
+  absl::StatusOr<std::string> text = common::ReadFile(path);
+  return text.ok() ? *std::move(text) : std::string();
 }
 
 }  // namespace

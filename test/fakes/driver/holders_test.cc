@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "test/fakes/driver/nodes.h"
+#include "test/fakes/driver/test_children.h"
 
 namespace gpuop::fakedriver {
 namespace {
@@ -59,21 +60,7 @@ class HoldersTest : public ::testing::Test {
   // to be killed; returns its pid (0 when it failed).
   template <typename Fn>
   pid_t Child(Fn body) {
-    int ready[2];
-    if (pipe(ready) != 0) return 0;
-    const pid_t child = fork();
-    if (child == 0) {
-      close(ready[0]);
-      const char ok = body() ? 'y' : 'n';
-      if (write(ready[1], &ok, 1) != 1) _exit(1);
-      while (true) pause();
-    }
-    close(ready[1]);
-    char answer = 'n';
-    const bool held = read(ready[0], &answer, 1) == 1 && answer == 'y';
-    close(ready[0]);
-    if (child > 0) children_.push_back(child);
-    return held ? child : 0;
+    return ForkHolder(body, children_);
   }
 
   std::string dir_;

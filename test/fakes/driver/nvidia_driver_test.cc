@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "test/fakes/driver/driver_root.h"
 #include "test/fakes/driver/nodes.h"
+#include "test/fakes/driver/test_children.h"
 #include "test/fakes/nvml/embedded.h"
 #include "test/fakes/nvml/scenario.h"
 
@@ -194,21 +195,7 @@ class NvidiaDriverTest : public ::testing::Test {
   // A child that signals once `body` returns true, then waits to be killed.
   template <typename Fn>
   pid_t Holder(Fn body) {
-    int ready[2];
-    if (pipe(ready) != 0) return 0;
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(ready[0]);
-      const char ok = body() ? 'y' : 'n';
-      if (write(ready[1], &ok, 1) != 1) _exit(1);
-      while (true) pause();
-    }
-    close(ready[1]);
-    char answer = 'n';
-    const bool held = read(ready[0], &answer, 1) == 1 && answer == 'y';
-    close(ready[0]);
-    if (pid > 0) children_.push_back(pid);
-    return held ? pid : 0;
+    return ForkHolder(body, children_);
   }
   void Kill(pid_t pid) {
     kill(pid, SIGKILL);
