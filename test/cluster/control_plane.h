@@ -139,6 +139,9 @@ class ControlPlane {
   };
   [[nodiscard]] absl::StatusOr<RunResult> RunInNode(std::vector<std::string> argv,
                                                     absl::Duration timeout = absl::Seconds(60));
+  // A path as the node sees it (mounts made inside the node, such as a driver container's
+  // published root, are invisible from the machine): /proc/<node's first PID>/root/<path>.
+  std::filesystem::path NodeView(const std::filesystem::path& node_path) const;
   // Starts a program inside the node's namespaces and returns it running, its output appended to
   // `log` (a new file under the work dir's logs/ when empty); the caller stops it.
   [[nodiscard]] absl::StatusOr<common::Subprocess> StartInNode(std::vector<std::string> argv,

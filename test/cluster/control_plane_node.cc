@@ -84,6 +84,10 @@ absl::Status ControlPlane::ImportImage(const NodeImage& image) {
   return absl::OkStatus();
 }
 
+fs::path ControlPlane::NodeView(const fs::path& node_path) const {
+  return fs::path("/proc") / absl::StrCat(node_init_pid_) / "root" / node_path.relative_path();
+}
+
 absl::StatusOr<common::Subprocess> ControlPlane::StartInNode(std::vector<std::string> argv,
                                                              fs::path log) {
   if (node_init_pid_ <= 0 || !IsRunning(Component::kNodeSandbox)) {

@@ -183,7 +183,8 @@ TEST_F(NodeE2ETest, TheSimulatedDriverPublishesTheDriverAndRefusesToUnloadWhileH
   absl::StatusOr<json> created =
       Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), pod);
   ASSERT_TRUE(created.ok()) << created.status();
-  const fs::path root = Cluster().node().run / "nvidia" / "driver";
+  // The driver root is a mount inside the node: seen through the node's own view.
+  const fs::path root = Cluster().NodeView("/run/nvidia/driver");
   const fs::path lib = root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
   absl::Status published =
       AwaitDone("the driver root published on the node", absl::Minutes(2),
