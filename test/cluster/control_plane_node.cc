@@ -16,12 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The whole file, or "" when it cannot be read (logs that may not exist yet).
-std::string Slurp(const fs::path& path) {
-  absl::StatusOr<std::string> text = common::ReadFile(path);
-  return text.ok() ? *std::move(text) : std::string();
-}
-
 }  // namespace
 
 absl::Status ControlPlane::PrepareNode() {
@@ -116,7 +110,7 @@ absl::StatusOr<ControlPlane::RunResult> ControlPlane::RunInNode(std::vector<std:
         absl::StrCat("node: ", program, " still running after ", absl::FormatDuration(timeout)));
   }
   return RunResult{.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status),
-                   .output = Slurp(out)};
+                   .output = common::ReadFile(out).value_or("")};
 }
 
 absl::StatusOr<bool> ControlPlane::NodeReady() {

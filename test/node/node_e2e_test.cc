@@ -489,16 +489,22 @@ absl::Status AwaitSameContainer(const std::string& path, const std::string& id) 
                    });
 }
 
-TEST_F(NodeE2ETest, AfterAKubeletRestartTheNodeAndItsPodsComeBack) {
-  if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
+// Restarts `component` and expects the watched pod's container to be the same one, never
+// restarted, once the node has it back.
+void RestartKeepsTheWatchedPod(Component component) {
   absl::StatusOr<std::string> path = WatchedPodPath();
   ASSERT_TRUE(path.ok()) << path.status();
   absl::StatusOr<json> before = Get(*path);
   ASSERT_TRUE(before.ok()) << before.status();
   const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
-  ASSERT_TRUE(Cluster().StopComponent(Component::kKubelet).ok());
-  ASSERT_TRUE(Cluster().StartComponent(Component::kKubelet).ok());
+  ASSERT_TRUE(Cluster().StopComponent(component).ok());
+  ASSERT_TRUE(Cluster().StartComponent(component).ok());
   EXPECT_TRUE(AwaitSameContainer(*path, id).ok()) << *path;
+}
+
+TEST_F(NodeE2ETest, AfterAKubeletRestartTheNodeAndItsPodsComeBack) {
+  if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
+  RestartKeepsTheWatchedPod(Component::kKubelet);
   // The device plugin notices the new kubelet and registers again.
   if (!S().allocatable) {
     GTEST_SKIP() << "GPUs re-registering needs EightGpusBecomeAllocatableThroughTheRealKubelet";
@@ -508,15 +514,7 @@ TEST_F(NodeE2ETest, AfterAKubeletRestartTheNodeAndItsPodsComeBack) {
 
 TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {
   if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
-  absl::StatusOr<std::string> path = WatchedPodPath();
-  ASSERT_TRUE(path.ok()) << path.status();
-  absl::StatusOr<json> before = Get(*path);
-  ASSERT_TRUE(before.ok()) << before.status();
-  const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
-  ASSERT_TRUE(Cluster().StopComponent(Component::kContainerd).ok());
-  ASSERT_TRUE(Cluster().StartComponent(Component::kContainerd).ok());
-  // The kubelet notices the runtime came back; the container is the same one, never restarted.
-  EXPECT_TRUE(AwaitSameContainer(*path, id).ok()) << *path;
+  RestartKeepsTheWatchedPod(Component::kContainerd);
   if (S().allocatable) {
     EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
   }

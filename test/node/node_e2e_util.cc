@@ -17,12 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The whole file, or "" when it cannot be read (logs that may not exist yet).
-std::string Slurp(const fs::path& path) {
-  absl::StatusOr<std::string> text = common::ReadFile(path);
-  return text.ok() ? *std::move(text) : std::string();
-}
-
 }  // namespace
 
 absl::StatusOr<ToolResult> RunTool(std::vector<std::string> argv, std::vector<std::string> env,
@@ -42,13 +36,13 @@ absl::StatusOr<ToolResult> RunTool(std::vector<std::string> argv, std::vector<st
   absl::StatusOr<int> status = process->Wait(timeout);
   if (!status.ok()) {
     (void)process->Stop(absl::Seconds(5));
-    std::string output = Slurp(out);
+    std::string output = common::ReadFile(out).value_or("");
     fs::remove(out);
     return absl::DeadlineExceededError(absl::StrCat(program, " still running after ",
                                                     absl::FormatDuration(timeout), ":\n", output));
   }
   ToolResult result{.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128,
-                    .output = Slurp(out)};
+                    .output = common::ReadFile(out).value_or("")};
   fs::remove(out);
   return result;
 }
@@ -75,7 +69,8 @@ absl::StatusOr<std::string> ContainerLog(const fs::path& pod_logs_dir, absl::str
     if (newest.empty()) break;
     // "<time> <stream> <P|F> <text>": P is a partial line continued by the next record.
     std::string text;
-    for (absl::string_view line : absl::StrSplit(Slurp(newest), '\n', absl::SkipEmpty())) {
+    for (absl::string_view line :
+         absl::StrSplit(common::ReadFile(newest).value_or(""), '\n', absl::SkipEmpty())) {
       std::vector<absl::string_view> parts = absl::StrSplit(line, absl::MaxSplits(' ', 3));
       if (parts.size() < 4) continue;
       absl::StrAppend(&text, parts[3]);
@@ -93,7 +88,7 @@ std::map<std::string, std::string> SnapshotTree(const fs::path& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec)) {
-      files[fs::relative(it->path(), dir, ec).string()] = Slurp(it->path());
+      files[fs::relative(it->path(), dir, ec).string()] = common::ReadFile(it->path()).value_or("");
     }
   }
   return files;
