@@ -141,8 +141,9 @@ TEST(PciNodeTest, AnUnreadableDeviceMakesNoGpusInconclusive) {
 
 TEST(PciNodeTest, HostileFileContentsNeverThrow) {
   const char* const contents[] = {
-      "",       "\n",           "0x",     "0x10de0000000000000000000", "-1",          "10de",
-      "0X10DE", "0x10de\n\n\n", "\0\0\0", "0x030200 trailing",         "\xff\xfe\xfd"};
+      "",       "\n",           "0x",     "0x10de0000000000000000000", "-1",           "10de",
+      "0X10DE", "0x10de\n\n\n", "\0\0\0", "0x030200 trailing",         "\xff\xfe\xfd", "0x030200",
+      "0x10de"};
   fakes::TempDir dir;
   fakes::FakeSysfs sysfs(dir.path());
   sysfs.AddPciDevice(Device("0000:17:00.0", 0x10de, 0x2330, 0x030200));
@@ -153,6 +154,9 @@ TEST(PciNodeTest, HostileFileContentsNeverThrow) {
       sysfs.WriteFile(device + "/class", klass);
       absl::StatusOr<PciNodeVerdict> verdict = Scan(sysfs);
       ASSERT_TRUE(verdict.ok()) << verdict.status();
+      if (std::string(vendor) == "0x10de" && std::string(klass) == "0x030200") {
+        EXPECT_TRUE(verdict->present());
+      }
       // Whatever it read, a verdict of "no GPUs" is only given when every file parsed.
       if (!verdict->present() && verdict->conclusive) {
         EXPECT_THAT(verdict->problems, IsEmpty()) << "vendor '" << vendor << "' class '" << klass;
