@@ -20,7 +20,6 @@ struct Flags {
   std::string output_dir = "/var/run/cdi";
   std::string driver_root = "/";
   std::string hook_path;
-  std::string sysroot = "/";
   bool watch = false;
   std::string layout_file;
   int resync_seconds = 300;
@@ -32,7 +31,7 @@ std::string DriverRoot(const Flags& flags) {
   if (flags.driver_root != "auto") return flags.driver_root;
   std::error_code ec;
   const std::filesystem::path container =
-      std::filesystem::path(flags.sysroot) / "run" / "nvidia" / "driver" / "usr";
+      std::filesystem::path(flags.hardware.host_root) / "run" / "nvidia" / "driver" / "usr";
   return std::filesystem::is_directory(container, ec) ? "/run/nvidia/driver" : "/";
 }
 
@@ -49,7 +48,8 @@ int GenerateOnce(const Flags& command_flags) {
     }
     std::unique_ptr<agent::cdi::CdiGenerator> generator;
     std::string file;
-    agent::cdi::HostFiles files{.sysroot = flags->sysroot == "/" ? "" : flags->sysroot};
+    const std::string& host_root = flags->hardware.host_root;
+    agent::cdi::HostFiles files{.sysroot = host_root == "/" ? "" : host_root};
     if (accelerator->vendor() == hw::Vendor::kNvidia) {
       agent::cdi::NvidiaCdiOptions options;
       options.driver.driver_root = DriverRoot(*flags);
@@ -100,10 +100,7 @@ void AddCdiCommand(CLI::App& app) {
                    "driver container's root when it is populated, else /)")
       ->capture_default_str();
   generate->add_option("--hook-path", flags->hook_path, "nvidia-cdi-hook on the host (optional)");
-  generate
-      ->add_option("--sysroot", flags->sysroot,
-                   "Where this process sees the host's root (when in a container)")
-      ->capture_default_str();
+  generate->add_option("--sysroot", flags->hardware.host_root, "The same as --host-root");
   generate->add_flag("--watch", flags->watch,
                      "Keep running: regenerate when the layout changes (and every --resync)");
   generate->add_option("--layout-file", flags->layout_file,
