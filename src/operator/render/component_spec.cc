@@ -51,7 +51,6 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.mounts = {kHostSys};
       s.rules = {{{""}, {"nodes"}, {"get", "patch"}}};
       s.run_as_user = 65532;
-      s.memory_limit = "32Mi";
       s.deploy_label = false;
       s.affinity = {
           {"nodeAffinity",

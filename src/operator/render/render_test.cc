@@ -436,7 +436,7 @@ TEST(RenderTest, DiscoveryRunsOnUnknownLinuxNodesAndReadsOnlySysfs) {
       "mountPath": "/host/sys", "readOnly": true}])"));
   EXPECT_EQ(container["securityContext"]["readOnlyRootFilesystem"], true);
   EXPECT_EQ(container["securityContext"]["runAsUser"], 65532);
-  EXPECT_EQ(container["resources"]["limits"]["memory"], "32Mi");
+  EXPECT_EQ(container["resources"]["limits"]["memory"], "64Mi");
   // The tolerations of every component: GPU nodes are often tainted.
   EXPECT_EQ(pod["tolerations"], Find(objects, "DaemonSet/gpuop-device-plugin")
                                     ->at("spec")
