@@ -324,28 +324,28 @@ absl::Status CheckProbe() {
 
 TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
   if (!S().allocatable) GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", kProbePod}, {"namespace", kWorkloads}}},
-              {"spec",
-               {{"hostNetwork", true},
-                {"restartPolicy", "Never"},
-                {"terminationGracePeriodSeconds", 1},
-                {"containers",
-                 {{{"name", "probe"},
-                   {"image", kProbeImage},
-                   {"imagePullPolicy", "Never"},
-                   {"command", {"/usr/local/bin/gpu-probe", "--sleep"}},
-                   {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}}}}}}};
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", kProbePod}, {"namespace", kWorkloads}}},
+      {"spec",
+       {{"hostNetwork", true},
+        {"restartPolicy", "Never"},
+        {"terminationGracePeriodSeconds", 1},
+        {"containers",
+         {{{"name", "probe"},
+           {"image", kProbeImage},
+           {"imagePullPolicy", "Never"},
+           {"command", {"/usr/local/bin/gpu-probe", "--sleep"}},
+           {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}}}}}}};
   ASSERT_TRUE(Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), pod).ok());
-  absl::Status running =
-      AwaitDone("the probe pod Running", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> p =
-            Get(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));
-        if (!p.ok()) return p.status();
-        if ((*p)["status"].value("phase", "") == "Running") return std::string();
-        return PodSummary(*p);
-      });
+  absl::Status running = AwaitDone("the probe pod Running", absl::Minutes(2),
+                                   [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<json> p = Get(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));
+    if (!p.ok()) return p.status();
+    if ((*p)["status"].value("phase", "") == "Running") return std::string();
+    return PodSummary(*p);
+  });
   ASSERT_TRUE(running.ok()) << running;
   S().probe_running = true;
   absl::Status probed = WaitUntil("the probe's report", absl::Seconds(30),
@@ -355,14 +355,14 @@ TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
 }
 
 absl::Status AwaitAllocatable(absl::Duration timeout) {
-  return AwaitDone(
-      "nvidia.com/gpu: 8 allocatable again", timeout, [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
-        if (!node.ok()) return node.status();
-        const std::string count = Allocatable(*node, "nvidia.com/gpu");
-        if (count == "8" && ConditionStatus(*node, "Ready") == "True") return std::string();
-        return absl::StrCat("allocatable \"", count, "\", Ready ", ConditionStatus(*node, "Ready"));
-      });
+  return AwaitDone("nvidia.com/gpu: 8 allocatable again", timeout,
+                   [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+    if (!node.ok()) return node.status();
+    const std::string count = Allocatable(*node, "nvidia.com/gpu");
+    if (count == "8" && ConditionStatus(*node, "Ready") == "True") return std::string();
+    return absl::StrCat("allocatable \"", count, "\", Ready ", ConditionStatus(*node, "Ready"));
+  });
 }
 
 TEST_F(NodeE2ETest, AfterAKubeletRestartThePluginRegistersAgain) {
@@ -381,57 +381,57 @@ TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {
   ASSERT_TRUE(Cluster().StopComponent(Component::kContainerd).ok());
   ASSERT_TRUE(Cluster().StartComponent(Component::kContainerd).ok());
   // The kubelet notices the runtime came back; the container is the same one, never restarted.
-  absl::Status same = AwaitDone(
-      "the probe container still running", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> after = Get(path);
-        if (!after.ok()) return after.status();
-        const json& c = (*after)["status"]["containerStatuses"][0];
-        if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
-            c["state"].contains("running")) {
-          return std::string();
-        }
-        return PodSummary(*after);
-      });
+  absl::Status same = AwaitDone("the probe container still running", absl::Minutes(1),
+                                [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<json> after = Get(path);
+    if (!after.ok()) return after.status();
+    const json& c = (*after)["status"]["containerStatuses"][0];
+    if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
+        c["state"].contains("running")) {
+      return std::string();
+    }
+    return PodSummary(*after);
+  });
   EXPECT_TRUE(same.ok()) << same;
   EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
 }
 
 TEST_F(NodeE2ETest, TheRuntimeComponentConfiguresContainerd) {
   if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
-  absl::Status configured =
-      AwaitDone("/etc/containerd edited by the runtime component", absl::Minutes(2),
-                [&]() -> absl::StatusOr<std::string> {
-                  const std::string diff = DescribeTreeDifference(
-                      S().containerd_before, SnapshotTree(Cluster().node().etc_containerd));
-                  return diff.empty() ? "unchanged" : "";
-                });
+  absl::Status configured = AwaitDone("/etc/containerd edited by the runtime component",
+                                      absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+    const std::string diff = DescribeTreeDifference(
+        S().containerd_before, SnapshotTree(Cluster().node().etc_containerd));
+    return diff.empty() ? "unchanged" : "";
+  });
   GPUOP_EXPECTED_FAILURE("issue 13 (runtime configuration on a real containerd)", configured);
 }
 
 TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {
   if (!S().installed) GTEST_SKIP() << "needs HelmInstallsTheOperator";
   (void)Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));
-  absl::StatusOr<ToolResult> helm = RunTool(
-      {Tool("helm"), "uninstall", "gpuop", "--namespace", kNamespace, "--wait", "--timeout", "3m"},
-      KubeEnv(), absl::Minutes(4));
+  absl::StatusOr<ToolResult> helm =
+      RunTool({Tool("helm"), "uninstall", "gpuop", "--namespace", kNamespace, "--wait",
+               "--timeout", "3m"},
+              KubeEnv(), absl::Minutes(4));
   ASSERT_TRUE(helm.ok()) << helm.status();
   ASSERT_EQ(helm->exit_code, 0) << helm->output;
-  absl::Status gone =
-      AwaitDone("gpuop's pods gone", absl::Minutes(3), [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
-        if (!pods.ok()) return pods.status();
-        std::vector<std::string> left;
-        for (const json& pod : *pods) left.push_back(PodSummary(pod));
-        return absl::StrJoin(left, "; ");
-      });
+  absl::Status gone = AwaitDone("gpuop's pods gone", absl::Minutes(3),
+                                [&]() -> absl::StatusOr<std::string> {
+    absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
+    if (!pods.ok()) return pods.status();
+    std::vector<std::string> left;
+    for (const json& pod : *pods) left.push_back(PodSummary(pod));
+    return absl::StrJoin(left, "; ");
+  });
   EXPECT_TRUE(gone.ok()) << gone;
-  const std::string containerd =
-      DescribeTreeDifference(S().containerd_before, SnapshotTree(Cluster().node().etc_containerd));
+  const std::string containerd = DescribeTreeDifference(
+      S().containerd_before, SnapshotTree(Cluster().node().etc_containerd));
   const std::string cdi = DescribeTreeDifference(S().cdi_before, CdiSnapshot());
   absl::Status restored = containerd.empty() && cdi.empty()
                               ? absl::OkStatus()
-                              : absl::FailedPreconditionError(
-                                    absl::StrCat("/etc/containerd: ", containerd, "; CDI: ", cdi));
+                              : absl::FailedPreconditionError(absl::StrCat(
+                                    "/etc/containerd: ", containerd, "; CDI: ", cdi));
   GPUOP_EXPECTED_FAILURE("issue 12 (uninstall restores node files)", restored);
 }
 
