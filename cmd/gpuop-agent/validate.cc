@@ -24,6 +24,15 @@ bool Report(const absl::Status& written) {
   return written.ok();
 }
 
+// libcuda for `flag`, with the driver libraries it opens by soname already loaded from its own
+// directory (a host's or driver container's libcuda is not on this process's library path).
+std::string CudaLibrary(const HardwareFlags& hardware, const std::string& flag) {
+  const std::string library = hardware.Library(flag, hw::kCudaSoname);
+  (void)hw::PreloadCompanions(library,
+                              {std::begin(hw::kCudaCompanions), std::end(hw::kCudaCompanions)});
+  return library;
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app) {
@@ -108,7 +117,7 @@ void AddValidateCommand(CLI::App& app) {
       if (name == "driver") checks.push_back(agent::DriverCheck(raw));
       if (name == "cuda") {
         checks.push_back(agent::CudaCheck(
-            raw, {.library_path = flags->hardware.Library(flags->cuda_library, hw::kCudaSoname)}));
+            raw, {.library_path = CudaLibrary(flags->hardware, flags->cuda_library)}));
       }
       if (name == "device-plugin") {
         checks.push_back(

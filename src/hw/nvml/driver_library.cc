@@ -2,6 +2,7 @@
 
 #include <deque>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,6 +61,30 @@ std::string ResolveInRoot(absl::string_view root, absl::string_view path) {
   struct stat st;
   if (out.empty() || stat(out.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
   return out;
+}
+
+std::vector<std::string> PreloadCompanions(const std::string& library,
+                                           const std::vector<std::string>& companions) {
+  std::vector<std::string> loaded;
+  const size_t slash = library.rfind('/');
+  if (slash == std::string::npos) return loaded;
+  const std::string dir = library.substr(0, slash);
+  // "libcuda.so.570.86.15" -> "570.86.15"; empty for "libcuda.so.1" alone.
+  const std::string file = library.substr(slash + 1);
+  const size_t so = file.find(".so.");
+  const std::string version = so == std::string::npos ? "" : file.substr(so + 4);
+  for (const std::string& companion : companions) {
+    std::string name = companion;
+    if (const size_t star = name.find('*'); star != std::string::npos) {
+      if (version.empty() || version.find('.') == std::string::npos) continue;
+      name.replace(star, 1, version);
+    }
+    const std::string path = absl::StrCat(dir, "/", name);
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) loaded.push_back(path);
+  }
+  return loaded;
 }
 
 std::string ResolveDriverLibrary(absl::string_view soname, const DriverLibrarySearch& search) {

@@ -40,6 +40,21 @@ struct DriverLibrarySearch {
 // found. Never fails; reads only; thread-safe.
 std::string ResolveDriverLibrary(absl::string_view soname, const DriverLibrarySearch& search);
 
+// Libraries of the driver that libcuda opens by soname while it runs (the PTX JIT compiler and
+// what it needs), which the loader would look for in this process's own library path, not in the
+// driver's directory. Without them a PTX module fails with CUDA_ERROR_JIT_COMPILER_NOT_FOUND.
+// "*" stands for the driver version, taken from the library's own file name.
+inline constexpr const char* kCudaCompanions[] = {
+    "libnvidia-gpucomp.so.*", "libnvidia-ptxjitcompiler.so.1", "libnvidia-nvvm.so.4"};
+
+// Loads each of `companions` that exists beside `library` (a path ResolveDriverLibrary returned,
+// such as /host/usr/lib64/libcuda.so.570.86.15) with RTLD_GLOBAL, so that the driver's later
+// dlopen of the soname finds the copy already loaded. Best effort: a companion that is absent or
+// does not load is skipped; nothing for a bare soname. Returns the paths loaded, which stay
+// loaded for the life of the process.
+std::vector<std::string> PreloadCompanions(const std::string& library,
+                                           const std::vector<std::string>& companions);
+
 // `path` resolved inside `root` as described above; empty when it does not lead to a regular
 // file. `path` is relative to the root (a leading '/' is ignored).
 std::string ResolveInRoot(absl::string_view root, absl::string_view path);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "test/fakes/sysfs/fake_sysfs.h"
@@ -86,6 +87,27 @@ TEST_F(DriverLibraryTest, TheRealRootWorksToo) {
   const std::string relative_to_slash = (host_ / "usr/lib/libnvidia-ml.so.1").string();
   EXPECT_EQ(ResolveInRoot("/", relative_to_slash), relative_to_slash);
   EXPECT_EQ(ResolveInRoot("/", "/nonexistent/libnvidia-ml.so.1"), "");
+}
+
+TEST_F(DriverLibraryTest, CompanionsBesideTheLibraryAreLoadedFirst) {
+  // A real shared object under the companions' names (its own soname is libnvidia-ml.so.1).
+  const fs::path dir = host_ / "usr/lib64";
+  fs::create_directories(dir);
+  fs::copy_file(GPUOP_FAKE_NVML_LIBRARY, dir / "libnvidia-ptxjitcompiler.so.1");
+  Touch(dir / "libcuda.so.570.86.15");
+  const std::string cuda = (dir / "libcuda.so.570.86.15").string();
+  std::vector<std::string> companions(std::begin(kCudaCompanions), std::end(kCudaCompanions));
+  EXPECT_EQ(PreloadCompanions(cuda, companions),
+            std::vector<std::string>{(dir / "libnvidia-ptxjitcompiler.so.1").string()});
+  // The loader now finds it by its soname without searching.
+  EXPECT_NE(dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD), nullptr);
+
+  // A companion that is not a library is skipped, and so is everything for a bare soname.
+  Touch(dir / "libnvidia-gpucomp.so.570.86.15");
+  EXPECT_EQ(PreloadCompanions(cuda, {"libnvidia-gpucomp.so.*"}), std::vector<std::string>{});
+  EXPECT_TRUE(PreloadCompanions("libcuda.so.1", companions).empty());
+  EXPECT_TRUE(
+      PreloadCompanions((dir / "libcuda.so.1").string(), {"libnvidia-gpucomp.so.*"}).empty());
 }
 
 }  // namespace
