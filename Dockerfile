@@ -18,9 +18,9 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 RUN cmake --preset release -DGPUOP_BUILD_TESTS=OFF \
- && cmake --build build/release --target gpuop-operator gpuop-agent kubectl-gpu \
+ && cmake --build build/release --target gpuop-operator gpuop-agent kubectl-gpu gpuop-cdi-hook \
  && install -D -m 0755 -t /out build/release/cmd/gpuop-operator build/release/cmd/gpuop-agent \
-      build/release/cmd/kubectl-gpu \
+      build/release/cmd/kubectl-gpu build/release/cmd/gpuop-cdi-hook \
  && strip /out/*
 
 # --- runtime: the Debian packages whose files the three binaries load -------------------------

@@ -1,18 +1,38 @@
 #include "cmd/gpuop-agent/accelerators.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "hw/amd/amd_accelerator.h"
+#include "hw/nvml/driver_library.h"
 #include "hw/nvml/nvml_accelerator.h"
 #include "kube/config/rest_config.h"
 
 namespace gpuop::cmd {
 
+std::string HardwareFlags::DriverContainerRoot() const {
+  if (!driver_container_root.empty()) return driver_container_root;
+  return (std::filesystem::path(host_root) / "run/nvidia/driver").string();
+}
+
+std::string HardwareFlags::Library(const std::string& flag, const char* soname) const {
+  if (flag != hw::kAutoLibrary) return flag;
+  return hw::ResolveDriverLibrary(soname, {.roots = {DriverContainerRoot(), host_root}});
+}
+
+std::string HardwareFlags::NvmlLibrary() const { return Library(nvml_library, hw::kNvmlSoname); }
+
 void AddHardwareFlags(CLI::App& command, HardwareFlags& flags) {
   command
       .add_option("--nvml-library", flags.nvml_library,
-                  "NVML library to load (a driver root's copy, or the fake)")
+                  "NVML library to load: auto (libnvidia-ml.so.1 from the driver container's "
+                  "root, else the host's, else the loader's path), or a path (the fake)")
       ->capture_default_str();
+  command.add_option("--host-root", flags.host_root, "Where the host's root is mounted")
+      ->capture_default_str();
+  command.add_option("--driver-container-root", flags.driver_container_root,
+                     "Where gpuop's driver container exposes its root (default: "
+                     "<host-root>/run/nvidia/driver)");
   command.add_option("--sysfs-root", flags.sysfs_root, "Where the host's sysfs is mounted")
       ->capture_default_str();
   command.add_option("--dev-root", flags.dev_root, "Where the host's /dev is mounted")
@@ -52,7 +72,7 @@ absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kube
 
 std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags) {
   std::vector<std::unique_ptr<hw::Accelerator>> out;
-  auto nvml = hw::NvmlAccelerator::Open({.library_path = flags.nvml_library});
+  auto nvml = hw::NvmlAccelerator::Open({.library_path = flags.NvmlLibrary()});
   if (nvml.ok()) {
     out.push_back(*std::move(nvml));
   } else {

@@ -16,9 +16,22 @@ namespace gpuop::cmd {
 
 // Where the node's GPU drivers are, as flags of every subcommand that opens them.
 struct HardwareFlags {
-  std::string nvml_library = "libnvidia-ml.so.1";
+  // "auto": libnvidia-ml.so.1 under the driver container's root, then under the host's root,
+  // then the dynamic loader's search (hw::ResolveDriverLibrary); or a path to load as it is.
+  std::string nvml_library = "auto";
   std::string sysfs_root = "/sys";
   std::string dev_root = "/dev";
+  // Where the host's root is mounted ("/host" in a component's container).
+  std::string host_root = "/";
+  // Where gpuop's driver container exposes its root, as this process sees it; empty:
+  // <host_root>/run/nvidia/driver.
+  std::string driver_container_root;
+
+  // The driver container's root as this process sees it.
+  std::string DriverContainerRoot() const;
+  // The library to dlopen for `flag` ("auto" or a path) and `soname`.
+  std::string Library(const std::string& flag, const char* soname) const;
+  std::string NvmlLibrary() const;
 };
 
 // The node's accelerators: NVIDIA when NVML loads, AMD when amdgpu has GPUs. Why a vendor is

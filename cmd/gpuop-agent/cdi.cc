@@ -28,7 +28,6 @@ struct Flags {
   std::string hook_path = agent::cdi::kHookHostPath;
   std::string hook_source = agent::cdi::HookBesideSelf().string();
   std::string hook_install_dir;
-  std::string sysroot = "/";
   bool watch = false;
   std::string layout_file;
   int resync_seconds = 300;
@@ -36,7 +35,8 @@ struct Flags {
 };
 
 agent::cdi::HostFiles Files(const Flags& flags) {
-  return {.sysroot = flags.sysroot == "/" ? "" : flags.sysroot};
+  const std::string& root = flags.hardware.host_root;
+  return {.sysroot = root == "/" ? "" : root};
 }
 
 // Installs the hook (when there is one to install) and returns the host path the spec may name:
@@ -75,7 +75,7 @@ std::string DriverRoot(const Flags& flags) {
   if (flags.driver_root != "auto") return flags.driver_root;
   std::error_code ec;
   const std::filesystem::path container =
-      std::filesystem::path(flags.sysroot) / "run" / "nvidia" / "driver" / "usr";
+      std::filesystem::path(flags.hardware.host_root) / "run" / "nvidia" / "driver" / "usr";
   return std::filesystem::is_directory(container, ec) ? "/run/nvidia/driver" : "/";
 }
 
@@ -155,11 +155,8 @@ void AddCdiCommand(CLI::App& app) {
       ->capture_default_str();
   generate->add_option("--hook-install-dir", flags->hook_install_dir,
                        "Where this process writes the hook (a mount of the hook path's directory); "
-                       "default: the hook path under --sysroot");
-  generate
-      ->add_option("--sysroot", flags->sysroot,
-                   "Where this process sees the host's root (when in a container)")
-      ->capture_default_str();
+                       "default: the hook path under --host-root");
+  generate->add_option("--sysroot", flags->hardware.host_root, "The same as --host-root");
   generate->add_flag("--watch", flags->watch,
                      "Keep running: regenerate when the layout changes (and every --resync)");
   generate->add_option("--layout-file", flags->layout_file,

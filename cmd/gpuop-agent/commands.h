@@ -7,6 +7,7 @@
 namespace gpuop::cmd {
 
 void AddDiscoverCommand(CLI::App& app);
+void AddDiscoverPciCommand(CLI::App& app);
 void AddDevicePluginCommand(CLI::App& app);
 void AddLabelsCommand(CLI::App& app);
 void AddCdiCommand(CLI::App& app);

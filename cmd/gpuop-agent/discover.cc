@@ -1,11 +1,17 @@
 // gpuop-agent discover: the node's GPUs, their topology and one telemetry sample.
+// gpuop-agent discover-pci: whether the node has NVIDIA or AMD GPUs, from PCI sysfs alone, and
+// with --label-node its Node's gpuop.io/gpu.present and gpu.vendor labels.
 #include "agent/discover/discover.h"
 
 #include <cstdio>
 #include <iostream>
+#include <stop_token>
+#include <thread>
 
+#include "agent/discover/pci_node.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
+#include "common/signals.h"
 
 namespace gpuop::cmd {
 
@@ -25,7 +31,7 @@ void AddDiscoverCommand(CLI::App& app) {
   sub->add_flag("--no-sample", flags->no_sample, "Inventory only, no telemetry");
   sub->callback([flags] {
     absl::StatusOr<agent::NodeReport> report =
-        agent::DiscoverNode({.nvml_library = flags->hardware.nvml_library,
+        agent::DiscoverNode({.nvml_library = flags->hardware.NvmlLibrary(),
                              .sysfs_root = flags->hardware.sysfs_root,
                              .take_sample = !flags->no_sample});
     if (!report.ok()) {
@@ -37,6 +43,76 @@ void AddDiscoverCommand(CLI::App& app) {
     } else {
       std::cout << agent::RenderTable(*report);
     }
+  });
+}
+
+void AddDiscoverPciCommand(CLI::App& app) {
+  struct Flags {
+    std::string sysfs_root = "/sys";
+    bool label_node = false;
+    bool once = false;
+    std::string node_name;
+    std::string kubeconfig;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand(
+      "discover-pci",
+      "Find NVIDIA and AMD GPUs on the PCI bus (no driver needed) and label the Node "
+      "gpuop.io/gpu.present and gpuop.io/gpu.vendor");
+  sub->add_option("--sysfs-root", flags->sysfs_root, "Where the host's sysfs is mounted")
+      ->capture_default_str();
+  sub->add_flag("--label-node", flags->label_node,
+                "Write the labels on the Node (retrying until it succeeds), then stay up until "
+                "SIGTERM: the DaemonSet controller removes the pod once the label is there");
+  sub->add_flag("--once", flags->once, "With --label-node: exit once the labels are written");
+  AddNodeNameFlag(*sub, flags->node_name, "the Node to label");
+  sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
+  sub->callback([flags] {
+    if (!flags->label_node) {
+      absl::StatusOr<agent::PciNodeVerdict> verdict = agent::ScanPciNode(flags->sysfs_root);
+      if (!verdict.ok()) {
+        std::fprintf(stderr, "discover-pci: %s\n", verdict.status().ToString().c_str());
+        std::exit(1);
+      }
+      for (const std::string& problem : verdict->problems) {
+        std::fprintf(stderr, "discover-pci: %s\n", problem.c_str());
+      }
+      if (!verdict->conclusive) {
+        std::fprintf(stderr, "discover-pci: no GPU found, but not every device could be read\n");
+        std::exit(1);
+      }
+      for (const auto& [key, value] : agent::DiscoveryLabels(*verdict)) {
+        std::printf("%s=%s\n", key.c_str(), value.c_str());
+      }
+      return;
+    }
+    if (flags->node_name.empty()) {
+      std::fprintf(stderr, "discover-pci: --node-name (or $NODE_NAME) is required\n");
+      std::exit(2);
+    }
+    common::BlockTerminationSignals();
+    absl::StatusOr<std::unique_ptr<kube::Client>> client =
+        MakeClient(flags->kubeconfig, "agent-discovery");
+    if (!client.ok()) {
+      std::fprintf(stderr, "discover-pci: %s\n", client.status().ToString().c_str());
+      std::exit(1);
+    }
+    std::stop_source stop;
+    std::jthread signals([&stop] {
+      common::WaitForTerminationSignal();
+      stop.request_stop();
+    });
+    absl::StatusOr<agent::PciNodeVerdict> verdict = agent::DiscoverAndLabel(
+        **client, {.sysfs_root = flags->sysfs_root, .node_name = flags->node_name},
+        stop.get_token());
+    if (!verdict.ok()) std::exit(0);  // stopped before it could label: the next pod will
+    for (const auto& [key, value] : agent::DiscoveryLabels(*verdict)) {
+      std::printf("labelled node %s %s=%s\n", flags->node_name.c_str(), key.c_str(), value.c_str());
+    }
+    std::fflush(stdout);
+    if (flags->once) std::exit(0);
+    signals.join();  // until SIGTERM
+    std::exit(0);
   });
 }
 

@@ -27,7 +27,6 @@ struct LabelFlags {
   std::string layout_file;
   int resync_seconds = 300;
   std::string host_proc = "/proc";
-  std::string driver_container_root = "/run/nvidia/driver";
   bool once = false;
   bool dry_run = false;
 };
@@ -71,7 +70,7 @@ absl::StatusOr<NodeMetadata> Compute(const LabelFlags& flags, const agent::Confi
     out.annotations[agent::kInventoryAnnotation] = agent::InventoryAnnotation(inventories);
   }
   if (inputs.nvidia.has_value() &&
-      agent::HostDriverPresent(flags.host_proc, flags.driver_container_root)) {
+      agent::HostDriverPresent(flags.host_proc, flags.hardware.DriverContainerRoot())) {
     out.labels[agent::kDriverPreinstalledLabel] = "true";
   }
   return out;
@@ -95,9 +94,6 @@ void AddLabelsCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--host-proc", flags->host_proc,
                   "The host's /proc (a loaded NVIDIA driver shows in driver/nvidia/version)")
-      ->capture_default_str();
-  sub->add_option("--driver-container-root", flags->driver_container_root,
-                  "Where gpuop's driver container exposes its root; absent means a host driver")
       ->capture_default_str();
   sub->add_flag("--once", flags->once, "Apply once and exit");
   sub->add_flag("--dry-run", flags->dry_run, "Print the labels instead of applying them");

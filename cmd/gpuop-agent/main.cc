@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   gpuop::common::AddVersionFlag(app, "gpuop-agent");
   gpuop::cmd::AddDiscoverCommand(app);
+  gpuop::cmd::AddDiscoverPciCommand(app);
   gpuop::cmd::AddLabelsCommand(app);
   gpuop::cmd::AddDevicePluginCommand(app);
   gpuop::cmd::AddCdiCommand(app);

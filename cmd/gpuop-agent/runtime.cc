@@ -51,12 +51,14 @@ void AddRuntimeCommand(CLI::App& app) {
         ->capture_default_str();
     sub->add_option("--runtime", flags->runtime, "containerd, crio or docker (detected if unset)");
     sub->add_flag("--nvidia-runtime", flags->options.add_nvidia_runtime,
-                  "Also define the nvidia runtime handler");
+                  "Also define the nvidia runtime handler, when its binary is on the host (a "
+                  "handler the runtime already has is kept as it is)");
     sub->add_option("--nvidia-runtime-binary", flags->options.runtime_binary,
-                    "The NVIDIA container runtime binary")
-        ->capture_default_str();
+                    "The NVIDIA container runtime binary as the host sees it (default: the first "
+                    "of /usr/bin, /usr/local/nvidia/toolkit, /usr/local/bin "
+                    "nvidia-container-runtime found under --host-root)");
     sub->add_flag("--set-as-default", flags->options.set_as_default,
-                  "Make the nvidia handler the default");
+                  "Make the nvidia handler the default, where there is one");
   };
   CLI::App* configure = runtime->add_subcommand("configure", "Apply gpuop's settings");
   CLI::App* unconfigure =

@@ -12,6 +12,7 @@
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
 #include "common/signals.h"
+#include "hw/nvml/driver_library.h"
 
 namespace gpuop::cmd {
 
@@ -23,6 +24,15 @@ bool Report(const absl::Status& written) {
   return written.ok();
 }
 
+// libcuda for `flag`, with the driver libraries it opens by soname already loaded from its own
+// directory (a host's or driver container's libcuda is not on this process's library path).
+std::string CudaLibrary(const HardwareFlags& hardware, const std::string& flag) {
+  const std::string library = hardware.Library(flag, hw::kCudaSoname);
+  (void)hw::PreloadCompanions(library,
+                              {std::begin(hw::kCudaCompanions), std::end(hw::kCudaCompanions)});
+  return library;
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app) {
@@ -32,7 +42,7 @@ void AddValidateCommand(CLI::App& app) {
     std::string node_name;
     std::string kubeconfig;
     std::string status_dir = "/run/gpuop/validations";
-    std::string cuda_library = "libcuda.so.1";
+    std::string cuda_library = "auto";
     int timeout_seconds = 1800;
     bool keep_running = false;
     bool probe = false;
@@ -52,7 +62,9 @@ void AddValidateCommand(CLI::App& app) {
   sub->add_option("--status-dir", flags->status_dir,
                   "Where <check>-ready files tell init containers a check passed (empty: none)")
       ->capture_default_str();
-  sub->add_option("--cuda-library", flags->cuda_library, "libcuda to load")->capture_default_str();
+  sub->add_option("--cuda-library", flags->cuda_library,
+                  "libcuda to load: auto (found like --nvml-library) or a path")
+      ->capture_default_str();
   sub->add_option("--timeout", flags->timeout_seconds,
                   "Seconds before a check that keeps failing fails the run (0: retry forever)")
       ->check(CLI::NonNegativeNumber)
@@ -104,7 +116,8 @@ void AddValidateCommand(CLI::App& app) {
     for (const std::string& name : flags->checks) {
       if (name == "driver") checks.push_back(agent::DriverCheck(raw));
       if (name == "cuda") {
-        checks.push_back(agent::CudaCheck(raw, {.library_path = flags->cuda_library}));
+        checks.push_back(agent::CudaCheck(
+            raw, {.library_path = CudaLibrary(flags->hardware, flags->cuda_library)}));
       }
       if (name == "device-plugin") {
         checks.push_back(

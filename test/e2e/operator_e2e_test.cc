@@ -35,7 +35,8 @@ void OperatorE2eTest::Converge() {
         // Only what the upgrade and remediation need, to keep 20 nodes light: the driver and
         // the validator that proves it works. Health comes from the agent process of act 3.
         {"components",
-         {{"labels", {{"enabled", false}}},
+         {{"discovery", {{"enabled", false}}},  // kwok runs no container to label a node
+          {"labels", {{"enabled", false}}},
           {"runtime", {{"enabled", false}}},
           {"cdi", {{"enabled", false}}},
           {"devicePlugin", {{"enabled", false}}},

@@ -1,10 +1,12 @@
 #include "agent/runtime/configurator.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +15,7 @@
 #include "agent/runtime/crio.h"
 #include "agent/runtime/docker.h"
 #include "common/status_macros.h"
+#include "hw/nvml/driver_library.h"
 
 namespace gpuop::agent::runtime {
 namespace {
@@ -73,6 +76,14 @@ class HostLock {
   int fd_;
 };
 
+std::vector<std::string> Unique(const std::vector<std::string>& notes) {
+  std::vector<std::string> out;
+  for (const std::string& note : notes) {
+    if (std::find(out.begin(), out.end(), note) == out.end()) out.push_back(note);
+  }
+  return out;
+}
+
 // One file's change, computed before anything is written.
 struct Change {
   const ManagedFile* file;
@@ -82,23 +93,58 @@ struct Change {
 
 }  // namespace
 
-Plan Configurator::PlanFor(Runtime runtime, const Options& options) const {
+Options ForHost(const HostFiles& files, const Options& options, std::vector<std::string>& notes) {
+  if (!options.add_nvidia_runtime) return options;
+  std::vector<std::string> candidates;
+  if (!options.runtime_binary.empty()) {
+    candidates = {options.runtime_binary};
+  } else {
+    candidates.assign(std::begin(kNvidiaRuntimeBinaries), std::end(kNvidiaRuntimeBinaries));
+  }
+  for (const std::string& candidate : candidates) {
+    const std::string found = hw::ResolveInRoot(files.root().string(), candidate);
+    struct stat st;
+    if (found.empty() || stat(found.c_str(), &st) != 0 || (st.st_mode & 0111) == 0) continue;
+    Options out = options;
+    out.runtime_binary = candidate;
+    return out;
+  }
+  notes.push_back(absl::StrCat(
+      "no ", options.runtime_name, " runtime handler: ", absl::StrJoin(candidates, ", "),
+      candidates.size() == 1 ? " is" : " are",
+      " not on the host (install the NVIDIA Container "
+      "Toolkit for one; gpuop's own components and CDI need none)",
+      options.set_as_default ? "; the default runtime is left as it is" : ""));
+  Options out = options;
+  out.add_nvidia_runtime = false;
+  out.set_as_default = false;
+  return out;
+}
+
+Plan Configurator::PlanFor(Runtime runtime, const Options& options,
+                           std::vector<std::string>* notes) const {
   switch (runtime) {
     case Runtime::kContainerd:
-      return ContainerdPlan(files_, options);
+      return ContainerdPlan(files_, options, notes);
     case Runtime::kCrio:
-      return CrioPlan(files_, options);
+      return CrioPlan(files_, options, notes);
     case Runtime::kDocker:
-      return DockerPlan(files_, options);
+      return DockerPlan(files_, options, notes);
   }
   return {};
 }
 
-absl::StatusOr<ChangeReport> Configurator::Configure(Runtime runtime, const Options& options) {
-  GPUOP_RETURN_IF_ERROR(ValidateOptions(options));
+absl::StatusOr<ChangeReport> Configurator::Configure(Runtime runtime, const Options& requested) {
+  GPUOP_RETURN_IF_ERROR(ValidateOptions(requested));
   ChangeReport report{.runtime = runtime};
+  std::vector<std::string> notes;
+  const Options options = ForHost(files_, requested, notes);
+  if (!options.enable_cdi && !options.add_nvidia_runtime) {
+    report.notes = Unique(notes);
+    return report;
+  }
   GPUOP_ASSIGN_OR_RETURN(const HostLock lock, HostLock::Acquire(files_));
-  const Plan plan = PlanFor(runtime, options);
+  const Plan plan = PlanFor(runtime, options, &notes);
 
   std::vector<Change> changes;
   for (const ManagedFile& file : plan) {
@@ -139,16 +185,20 @@ absl::StatusOr<ChangeReport> Configurator::Configure(Runtime runtime, const Opti
     report.actions.push_back(
         absl::StrCat(created ? "created" : file.verb, " ", file.path.string()));
   }
+  report.notes = Unique(notes);
   GPUOP_RETURN_IF_ERROR(FinishWithRestart(runtime, report));
   return report;
 }
 
-absl::StatusOr<ChangeReport> Configurator::Unconfigure(Runtime runtime, const Options& options,
+absl::StatusOr<ChangeReport> Configurator::Unconfigure(Runtime runtime, const Options& requested,
                                                        bool force) {
-  GPUOP_RETURN_IF_ERROR(ValidateOptions(options));
+  GPUOP_RETURN_IF_ERROR(ValidateOptions(requested));
   ChangeReport report{.runtime = runtime};
   GPUOP_ASSIGN_OR_RETURN(const HostLock lock, HostLock::Acquire(files_));
-  const Plan plan = PlanFor(runtime, options);
+  // The options as configure applied them, which tell whether an edited file is unchanged since.
+  std::vector<std::string> notes;
+  const Options options = ForHost(files_, requested, notes);
+  const Plan plan = PlanFor(runtime, options, nullptr);
 
   // Computed for every file before any is touched, so that a refusal leaves all of them alone.
   struct Step {
@@ -231,11 +281,13 @@ absl::StatusOr<ChangeReport> Configurator::Unconfigure(Runtime runtime, const Op
   return report;
 }
 
-absl::StatusOr<StatusReport> Configurator::Status(Runtime runtime, const Options& options) const {
-  GPUOP_RETURN_IF_ERROR(ValidateOptions(options));
+absl::StatusOr<StatusReport> Configurator::Status(Runtime runtime, const Options& requested) const {
+  GPUOP_RETURN_IF_ERROR(ValidateOptions(requested));
   StatusReport report{.runtime = runtime};
   const ChangeReport none{.runtime = runtime};
-  for (const ManagedFile& file : PlanFor(runtime, options)) {
+  std::vector<std::string> notes;
+  const Options options = ForHost(files_, requested, notes);
+  for (const ManagedFile& file : PlanFor(runtime, options, &notes)) {
     absl::StatusOr<std::optional<std::string>> current = files_.Read(file.path);
     if (!current.ok()) return Annotate(current.status(), runtime, none);
     absl::StatusOr<std::string> desired = file.desired(*current);
@@ -260,6 +312,7 @@ absl::StatusOr<StatusReport> Configurator::Status(Runtime runtime, const Options
     report.files.push_back(std::move(status));
   }
   report.restart_pending = files_.Exists(PendingRestartPath(runtime));
+  report.notes = Unique(notes);
   return report;
 }
 

@@ -31,6 +31,8 @@
 // Not thread-safe; one owner drives it.
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/runtime/host_files.h"
@@ -44,6 +46,13 @@ inline constexpr char kBackupSuffix[] = ".gpuop-backup";
 inline constexpr char kCreatedSuffix[] = ".gpuop-created";
 inline constexpr char kStateDir[] = "/var/lib/gpuop/runtime";
 
+// `options` as they can be applied on the host behind `files`: an nvidia runtime handler only
+// when its binary is there (options.runtime_binary, or the first of kNvidiaRuntimeBinaries),
+// with runtime_binary set to it; without one, add_nvidia_runtime and set_as_default are cleared,
+// so that no runtime is ever pointed at a binary nothing installed. What was decided is appended
+// to `notes`. The binary must be an executable regular file, links followed inside the root.
+Options ForHost(const HostFiles& files, const Options& options, std::vector<std::string>& notes);
+
 class Configurator {
  public:
   // `host_root` is where the host's root is mounted ("/" on the host). `restarter` must outlive
@@ -51,8 +60,10 @@ class Configurator {
   Configurator(std::filesystem::path host_root, Restarter& restarter)
       : files_(std::move(host_root)), restarter_(restarter) {}
 
-  // Brings `runtime`'s configuration to what `options` asks for and restarts the runtime when
-  // anything changed. InvalidArgument for bad options; FailedPrecondition for a file gpuop
+  // Brings `runtime`'s configuration to what `options` asks for (ForHost: the nvidia handler
+  // only where its binary is; a handler the node has is kept) and restarts the runtime when
+  // anything changed; nothing at all when nothing is left to apply. InvalidArgument for bad
+  // options; FailedPrecondition for a file gpuop
   // refuses to edit; Unavailable when files were written but the restart failed (the message
   // says what was written); Aborted while another operation holds the lock.
   [[nodiscard]] absl::StatusOr<ChangeReport> Configure(Runtime runtime, const Options& options);
@@ -70,7 +81,7 @@ class Configurator {
   [[nodiscard]] absl::StatusOr<StatusReport> Status(Runtime runtime, const Options& options) const;
 
  private:
-  Plan PlanFor(Runtime runtime, const Options& options) const;
+  Plan PlanFor(Runtime runtime, const Options& options, std::vector<std::string>* notes) const;
   absl::Status FinishWithRestart(Runtime runtime, ChangeReport& report);
 
   HostFiles files_;

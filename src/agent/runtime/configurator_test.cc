@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include "absl/strings/str_replace.h"
@@ -22,11 +23,21 @@ using ::testing::HasSubstr;
 
 constexpr char kImportsLine[] = "imports = [\"/etc/containerd/conf.d/99-gpuop*.toml\"]\n";
 constexpr char kMainBackup[] = "/etc/containerd/config.toml.gpuop-backup";
+constexpr char kToolkitRuntime[] = "/usr/local/nvidia/toolkit/nvidia-container-runtime";
 
 Options GpuOptions() {
   Options options;
   options.add_nvidia_runtime = true;
+  options.runtime_binary = kToolkitRuntime;
   return options;
+}
+
+// An executable file at host path `path`.
+void PutBinary(const TempRoot& root, const std::string& path) {
+  root.Put(path, "#!/bin/sh\n");
+  fs::permissions(root / path, fs::perms::owner_all | fs::perms::group_read |
+                                   fs::perms::group_exec | fs::perms::others_read |
+                                   fs::perms::others_exec);
 }
 
 std::vector<FileState> States(const absl::StatusOr<StatusReport>& report) {
@@ -40,6 +51,9 @@ std::vector<FileState> States(const absl::StatusOr<StatusReport>& report) {
 
 class RuntimeConfiguratorTest : public ::testing::Test {
  protected:
+  // The NVIDIA runtime where its toolkit container installs it.
+  RuntimeConfiguratorTest() { PutBinary(root_, kToolkitRuntime); }
+
   absl::StatusOr<ChangeReport> Configure(Runtime runtime, const Options& options = GpuOptions()) {
     return configurator_.Configure(runtime, options);
   }
@@ -400,6 +414,130 @@ TEST_F(RuntimeConfiguratorTest, DockerStatusSeesDrift) {
   const absl::StatusOr<StatusReport> status = Status(Runtime::kDocker);
   EXPECT_THAT(States(status), ElementsAre(FileState::kDrifted));
   EXPECT_THAT(status->Summary(), HasSubstr("docker: /etc/docker/daemon.json: drifted"));
+}
+
+// The drop-in's CRI runtime table for containerd version 3.
+toml::table CriRuntime(const std::string& drop_in) {
+  const toml::table table = toml::parse(drop_in);
+  const toml::table* cri = table["plugins"]["io.containerd.cri.v1.runtime"].as_table();
+  return cri != nullptr ? *cri : toml::table{};
+}
+
+TEST_F(RuntimeConfiguratorTest, WithoutTheToolkitBinaryNoHandlerIsAdded) {
+  fs::remove(root_ / kToolkitRuntime);
+  root_.Put(kContainerdConfigPath, Testdata("containerd_v3.toml"));
+  Options options = GpuOptions();
+  options.runtime_binary.clear();  // look for it
+  options.set_as_default = true;
+  const absl::StatusOr<ChangeReport> report = Configure(Runtime::kContainerd, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->Summary(), HasSubstr("containerd: note: no nvidia runtime handler: "
+                                           "/usr/bin/nvidia-container-runtime, "
+                                           "/usr/local/nvidia/toolkit/nvidia-container-runtime, "
+                                           "/usr/local/bin/nvidia-container-runtime are not on "
+                                           "the host"));
+  EXPECT_THAT(report->Summary(), HasSubstr("the default runtime is left as it is"));
+  // CDI is configured; no runtime points at a binary that is not there, runc stays the default.
+  const toml::table cri = CriRuntime(*root_.Get(kContainerdDropInPath));
+  EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  EXPECT_FALSE(cri["containerd"]["runtimes"]["nvidia"]);
+  EXPECT_EQ(cri["containerd"]["default_runtime_name"].value<std::string>(), "runc");
+  EXPECT_THAT(States(Status(Runtime::kContainerd, options)),
+              ElementsAre(FileState::kConfigured, FileState::kConfigured));
+
+  // An explicit binary that is not there is not used either.
+  EXPECT_THAT(Configure(Runtime::kContainerd, GpuOptions())->Summary(),
+              HasSubstr("no nvidia runtime handler: "
+                        "/usr/local/nvidia/toolkit/nvidia-container-runtime is not on the host"));
+  // A non-executable file is no runtime.
+  root_.Put(kToolkitRuntime, "not a program\n");
+  EXPECT_THAT(Configure(Runtime::kContainerd, GpuOptions())->Summary(),
+              HasSubstr("no nvidia runtime handler"));
+
+  // With only the handler asked for and no binary, nothing is touched at all.
+  fs::remove(root_ / kToolkitRuntime);
+  root_.Put(kCrioConfigPath, Testdata("crio.conf"));
+  const std::string before = root_.Snapshot();
+  const size_t restarts = restarter_.calls.size();
+  options.enable_cdi = false;
+  const absl::StatusOr<ChangeReport> none = Configure(Runtime::kCrio, options);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->Changed());
+  EXPECT_EQ(root_.Snapshot(), before);
+  EXPECT_EQ(restarter_.calls.size(), restarts);
+}
+
+TEST_F(RuntimeConfiguratorTest, APackageInstalledToolkitIsFound) {
+  fs::remove(root_ / kToolkitRuntime);
+  PutBinary(root_, "/usr/bin/nvidia-container-runtime");
+  root_.Put(kContainerdConfigPath, Testdata("containerd_v3.toml"));
+  Options options = GpuOptions();
+  options.runtime_binary.clear();
+  ASSERT_TRUE(Configure(Runtime::kContainerd, options).ok());
+  const toml::table cri = CriRuntime(*root_.Get(kContainerdDropInPath));
+  EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].value<std::string>(),
+            "/usr/bin/nvidia-container-runtime");
+}
+
+TEST_F(RuntimeConfiguratorTest, TheNodesOwnHandlerIsNeverReplaced) {
+  // `nvidia-ctk runtime configure` left a working handler in the main file.
+  const std::string main = Testdata("containerd_v3.toml") +
+                           "      [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes."
+                           "nvidia]\n"
+                           "        runtime_type = \"io.containerd.runc.v2\"\n"
+                           "        [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes."
+                           "nvidia.options]\n"
+                           "          BinaryName = \"/usr/bin/nvidia-container-runtime\"\n";
+  root_.Put(kContainerdConfigPath, main);
+  PutBinary(root_, "/usr/bin/nvidia-container-runtime");
+  Options options = GpuOptions();  // gpuop would use the toolkit container's binary
+  options.set_as_default = true;
+  const absl::StatusOr<ChangeReport> report = Configure(Runtime::kContainerd, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->Summary(),
+              HasSubstr("note: kept the node's own runtime handler plugins.\"io.containerd.cri.v1."
+                        "runtime\".containerd.runtimes.nvidia; gpuop never replaces one"));
+  const toml::table cri = CriRuntime(*root_.Get(kContainerdDropInPath));
+  EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].value<std::string>(),
+            "/usr/bin/nvidia-container-runtime");
+  EXPECT_EQ(cri["containerd"]["default_runtime_name"].value<std::string>(), "nvidia");
+  // Unconfigure gives the node its file back byte for byte, its handler with it.
+  ASSERT_TRUE(Unconfigure(Runtime::kContainerd, options).ok());
+  EXPECT_EQ(root_.Get(kContainerdConfigPath), main);
+
+  // CRI-O: the node's drop-in defines it.
+  root_.Put(kCrioConfigPath, Testdata("crio.conf"));
+  root_.Put("/etc/crio/crio.conf.d/50-nvidia.toml",
+            "[crio.runtime.runtimes.nvidia]\nruntime_path = \"/usr/bin/nvidia-container-runtime\"\n"
+            "runtime_type = \"oci\"\n");
+  const absl::StatusOr<ChangeReport> crio = Configure(Runtime::kCrio, options);
+  ASSERT_TRUE(crio.ok()) << crio.status();
+  EXPECT_THAT(crio->Summary(), HasSubstr("kept the node's own runtime handler "
+                                         "crio.runtime.runtimes.nvidia"));
+  const toml::table drop_in = toml::parse(*root_.Get(kCrioDropInPath));
+  EXPECT_FALSE(drop_in["crio"]["runtime"]["runtimes"]["nvidia"]);
+  EXPECT_EQ(drop_in["crio"]["runtime"]["default_runtime"].value<std::string>(), "nvidia");
+
+  // Docker: an entry with another path is the node's.
+  root_.Put(kDockerConfigPath,
+            R"({"runtimes": {"nvidia": {"path": "/opt/nvidia/runtime", "args": []}}})");
+  const absl::StatusOr<ChangeReport> docker = Configure(Runtime::kDocker, GpuOptions());
+  ASSERT_TRUE(docker.ok()) << docker.status();
+  EXPECT_THAT(docker->Summary(), HasSubstr("kept the node's own runtime handler runtimes.nvidia"));
+  EXPECT_THAT(*root_.Get(kDockerConfigPath), HasSubstr("/opt/nvidia/runtime"));
+}
+
+TEST_F(RuntimeConfiguratorTest, CrioIsNeverDefaultedToAMissingHandler) {
+  fs::remove(root_ / kToolkitRuntime);
+  root_.Put(kCrioConfigPath, Testdata("crio.conf"));
+  Options options = GpuOptions();
+  options.set_as_default = true;
+  const absl::StatusOr<ChangeReport> report = Configure(Runtime::kCrio, options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const toml::table drop_in = toml::parse(*root_.Get(kCrioDropInPath));
+  EXPECT_FALSE(drop_in["crio"]["runtime"]["runtimes"]);
+  EXPECT_FALSE(drop_in["crio"]["runtime"]["default_runtime"]);
+  EXPECT_TRUE(drop_in["crio"]["runtime"]["cdi_spec_dirs"]);
 }
 
 }  // namespace

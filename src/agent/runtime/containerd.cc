@@ -142,7 +142,7 @@ absl::StatusOr<const toml::table*> BaseRuntime(const toml::table& runtimes,
 
 // Applies `options` to the CRI plugin table `cri` (whose key path is `cri_path`).
 absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const Options& options,
-                          const fs::path& file) {
+                          const fs::path& file, std::vector<std::string>* notes) {
   if (options.enable_cdi) {
     GPUOP_RETURN_IF_ERROR(ExpectType(cri.get("enable_cdi"), toml::node_type::boolean, file,
                                      absl::StrCat(cri_path, ".enable_cdi")));
@@ -168,14 +168,26 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
   GPUOP_RETURN_IF_ERROR(
       ExpectType(runtimes->get(options.runtime_name), toml::node_type::table, file, entry_path));
 
-  GPUOP_ASSIGN_OR_RETURN(const toml::table* base,
-                         BaseRuntime(*runtimes, default_name, options, file, runtimes_path));
-  toml::table entry = base != nullptr ? *base : toml::table{};
-  entry.insert_or_assign("runtime_type", kRuncType);
-  GPUOP_ASSIGN_OR_RETURN(toml::table * runtime_options,
-                         SubTable(entry, "options", file, absl::StrCat(entry_path, ".options")));
-  runtime_options->insert_or_assign("BinaryName", options.runtime_binary);
-  runtimes->insert_or_assign(options.runtime_name, std::move(entry));
+  if (runtimes->get(options.runtime_name) != nullptr) {
+    // The node's own (the toolkit's `nvidia-ctk runtime configure`, another operator): it
+    // works there, and replacing it could point it at something that does not.
+    if (notes != nullptr) {
+      notes->push_back(absl::StrCat("kept the node's own runtime handler ", entry_path,
+                                    "; gpuop never replaces one"));
+    }
+  } else {
+    if (options.runtime_binary.empty()) {
+      return absl::InvalidArgumentError("runtime options: runtime_binary is empty");
+    }
+    GPUOP_ASSIGN_OR_RETURN(const toml::table* base,
+                           BaseRuntime(*runtimes, default_name, options, file, runtimes_path));
+    toml::table entry = base != nullptr ? *base : toml::table{};
+    entry.insert_or_assign("runtime_type", kRuncType);
+    GPUOP_ASSIGN_OR_RETURN(toml::table * runtime_options,
+                           SubTable(entry, "options", file, absl::StrCat(entry_path, ".options")));
+    runtime_options->insert_or_assign("BinaryName", options.runtime_binary);
+    runtimes->insert_or_assign(options.runtime_name, std::move(entry));
+  }
   if (options.set_as_default) {
     containerd->insert_or_assign("default_runtime_name", options.runtime_name);
   }
@@ -199,7 +211,8 @@ absl::StatusOr<ContainerdConfig> InspectContainerdConfig(absl::string_view conte
 
 absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
                                                    const std::vector<ImportedFile>& imported,
-                                                   const Options& options) {
+                                                   const Options& options,
+                                                   std::vector<std::string>* notes) {
   const fs::path main_file = kContainerdConfigPath;
   GPUOP_ASSIGN_OR_RETURN(const toml::table main_table, ParseToml(main, main_file));
   GPUOP_ASSIGN_OR_RETURN(const ContainerdConfig config, Inspect(main_table, main_file));
@@ -222,7 +235,7 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
     GPUOP_RETURN_IF_ERROR(CheckCriTypes(*plugin->as_table(), file.path, cri_path));
     DeepMerge(cri, *plugin->as_table());
   }
-  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, main_file));
+  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, main_file, notes));
 
   toml::table plugins;
   plugins.insert(config.cri_plugin, std::move(cri));
@@ -232,12 +245,13 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
   return absl::StrCat(kDropInHeader, FormatToml(drop_in));
 }
 
-Plan ContainerdPlan(const HostFiles& files, const Options& options) {
+Plan ContainerdPlan(const HostFiles& files, const Options& options,
+                    std::vector<std::string>* notes) {
   ManagedFile drop_in{
       .path = kContainerdDropInPath,
       .kind = ManagedFile::Kind::kDropIn,
-      .desired = [&files,
-                  options](const std::optional<std::string>&) -> absl::StatusOr<std::string> {
+      .desired = [&files, options,
+                  notes](const std::optional<std::string>&) -> absl::StatusOr<std::string> {
         GPUOP_ASSIGN_OR_RETURN(const std::optional<std::string> main,
                                files.Read(kContainerdConfigPath));
         if (!main.has_value()) return MissingMain();
@@ -255,7 +269,7 @@ Plan ContainerdPlan(const HostFiles& files, const Options& options) {
             if (content.has_value()) imported.push_back({path, *std::move(content)});
           }
         }
-        return RenderContainerdDropIn(*main, imported, options);
+        return RenderContainerdDropIn(*main, imported, options, notes);
       },
       .verb = "wrote",
       .mode_from = fs::path(kContainerdConfigPath),

@@ -63,13 +63,18 @@ bool ImportsCover(const std::vector<std::string>& imports, const std::filesystem
 // drop-in holds the whole CRI plugin table, the main file's merged with the imported files' in
 // order, then changed per `options`: enable_cdi and cdi_spec_dirs; a runtime entry
 // `runtime_name` copied from the default runc runtime (keeping options such as SystemdCgroup) with
-// options.BinaryName = runtime_binary; default_runtime_name. The drop-in carries the main file's
-// version. Errors as InspectContainerdConfig, for any of the files.
+// options.BinaryName = runtime_binary, unless the files already define a runtime of that name,
+// which is kept as it is (and said in `notes`); default_runtime_name. The drop-in carries the
+// main file's version. Errors as InspectContainerdConfig, for any of the files; InvalidArgument
+// when a runtime is to be added and runtime_binary is empty.
 [[nodiscard]] absl::StatusOr<std::string> RenderContainerdDropIn(
-    absl::string_view main, const std::vector<ImportedFile>& imported, const Options& options);
+    absl::string_view main, const std::vector<ImportedFile>& imported, const Options& options,
+    std::vector<std::string>* notes = nullptr);
 
 // The drop-in, then the main file's imports, bound to `files` (which must outlive the plan).
-Plan ContainerdPlan(const HostFiles& files, const Options& options);
+// Notes of the renderer go to `notes` when given (which must outlive the plan).
+Plan ContainerdPlan(const HostFiles& files, const Options& options,
+                    std::vector<std::string>* notes = nullptr);
 
 }  // namespace gpuop::agent::runtime
 

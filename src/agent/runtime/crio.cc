@@ -50,13 +50,23 @@ absl::StatusOr<toml::table> MergedRuntimeTable(const std::vector<ImportedFile>& 
 }  // namespace
 
 absl::StatusOr<std::string> RenderCrioDropIn(const std::vector<ImportedFile>& loaded,
-                                             const Options& options) {
+                                             const Options& options,
+                                             std::vector<std::string>* notes) {
   GPUOP_ASSIGN_OR_RETURN(const toml::table merged, MergedRuntimeTable(loaded));
   toml::table runtime;
   if (options.enable_cdi) {
     runtime.insert("cdi_spec_dirs", StringArray(options.cdi_spec_dirs));
   }
-  if (options.add_nvidia_runtime) {
+  if (options.add_nvidia_runtime && merged["runtimes"][options.runtime_name]) {
+    if (notes != nullptr) {
+      notes->push_back(absl::StrCat("kept the node's own runtime handler crio.runtime.runtimes.",
+                                    options.runtime_name, "; gpuop never replaces one"));
+    }
+    if (options.set_as_default) runtime.insert("default_runtime", options.runtime_name);
+  } else if (options.add_nvidia_runtime) {
+    if (options.runtime_binary.empty()) {
+      return absl::InvalidArgumentError("runtime options: runtime_binary is empty");
+    }
     // CRI-O's own default is crun (runc before 1.31); take whichever entry the node defines.
     std::vector<std::string> candidates = {"crun", "runc"};
     if (const std::optional<std::string> name = merged["default_runtime"].value<std::string>()) {
@@ -84,12 +94,12 @@ absl::StatusOr<std::string> RenderCrioDropIn(const std::vector<ImportedFile>& lo
   return absl::StrCat(kDropInHeader, FormatToml(drop_in));
 }
 
-Plan CrioPlan(const HostFiles& files, const Options& options) {
+Plan CrioPlan(const HostFiles& files, const Options& options, std::vector<std::string>* notes) {
   ManagedFile drop_in{
       .path = kCrioDropInPath,
       .kind = ManagedFile::Kind::kDropIn,
-      .desired = [&files,
-                  options](const std::optional<std::string>&) -> absl::StatusOr<std::string> {
+      .desired = [&files, options,
+                  notes](const std::optional<std::string>&) -> absl::StatusOr<std::string> {
         std::vector<ImportedFile> loaded;
         GPUOP_ASSIGN_OR_RETURN(std::optional<std::string> main, files.Read(kCrioConfigPath));
         if (main.has_value()) loaded.push_back({kCrioConfigPath, *std::move(main)});
@@ -109,7 +119,7 @@ Plan CrioPlan(const HostFiles& files, const Options& options) {
           GPUOP_ASSIGN_OR_RETURN(std::optional<std::string> content, files.Read(path));
           if (content.has_value()) loaded.push_back({path, *std::move(content)});
         }
-        return RenderCrioDropIn(loaded, options);
+        return RenderCrioDropIn(loaded, options, notes);
       },
       .verb = "wrote",
       .mode_from = fs::path(kCrioConfigPath),

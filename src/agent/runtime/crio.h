@@ -22,14 +22,18 @@ inline constexpr char kCrioDropInPath[] = "/etc/crio/crio.conf.d/99-gpuop.toml";
 // gpuop's drop-in, given the configuration CRI-O loads before it (crio.conf, then the other
 // drop-ins in name order): [crio.runtime] cdi_spec_dirs when enable_cdi; when add_nvidia_runtime,
 // [crio.runtime.runtimes.<runtime_name>] copied from the default runtime's entry (or crun's, or
-// runc's) with runtime_path = runtime_binary and runtime_type = "oci"; default_runtime when
-// set_as_default. FailedPrecondition naming the file, line and problem for invalid TOML or a
-// wrong type at a key gpuop reads.
-[[nodiscard]] absl::StatusOr<std::string> RenderCrioDropIn(const std::vector<ImportedFile>& loaded,
-                                                           const Options& options);
+// runc's) with runtime_path = runtime_binary and runtime_type = "oci", unless the loaded files
+// already define a runtime of that name, which is kept (and said in `notes`); default_runtime
+// when set_as_default. FailedPrecondition naming the file, line and problem for invalid TOML or
+// a wrong type at a key gpuop reads; InvalidArgument when a runtime is to be added and
+// runtime_binary is empty.
+[[nodiscard]] absl::StatusOr<std::string> RenderCrioDropIn(
+    const std::vector<ImportedFile>& loaded, const Options& options,
+    std::vector<std::string>* notes = nullptr);
 
-// The drop-in, bound to `files` (which must outlive the plan).
-Plan CrioPlan(const HostFiles& files, const Options& options);
+// The drop-in, bound to `files` (which must outlive the plan); notes as ContainerdPlan.
+Plan CrioPlan(const HostFiles& files, const Options& options,
+              std::vector<std::string>* notes = nullptr);
 
 }  // namespace gpuop::agent::runtime
 

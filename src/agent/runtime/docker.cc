@@ -115,7 +115,7 @@ absl::Status CheckTypes(const Json& doc, absl::string_view text, const Options& 
 }
 
 // Sets what `options` asks for; returns whether anything changed.
-bool Apply(Json& doc, const Options& options) {
+bool Apply(Json& doc, const Options& options, std::vector<std::string>* notes) {
   bool changed = false;
   auto set = [&changed](Json& target, const Json& value) {
     if (target != value) {
@@ -129,7 +129,15 @@ bool Apply(Json& doc, const Options& options) {
       set(doc["cdi-spec-dirs"], options.cdi_spec_dirs);
     }
   }
-  if (options.add_nvidia_runtime) {
+  const bool exists = doc.contains("runtimes") && doc["runtimes"].contains(options.runtime_name);
+  if (options.add_nvidia_runtime && exists) {
+    // gpuop's own entry from an earlier configure has its path; another is the node's.
+    const Json& entry = doc["runtimes"][options.runtime_name];
+    if (notes != nullptr && entry.value("path", "") != options.runtime_binary) {
+      notes->push_back(absl::StrCat("kept the node's own runtime handler runtimes.",
+                                    options.runtime_name, "; gpuop never replaces one"));
+    }
+  } else if (options.add_nvidia_runtime) {
     Json& entry = doc["runtimes"][options.runtime_name];
     set(entry["path"], options.runtime_binary);
     if (!entry.contains("args")) set(entry["args"], Json::array());
@@ -141,7 +149,8 @@ bool Apply(Json& doc, const Options& options) {
 }  // namespace
 
 absl::StatusOr<std::string> EditDaemonJson(const std::optional<std::string>& current,
-                                           const Options& options) {
+                                           const Options& options,
+                                           std::vector<std::string>* notes) {
   const absl::string_view text = current.has_value() ? absl::string_view(*current) : "";
   GPUOP_ASSIGN_OR_RETURN(Json doc, Parse(text));
   if (!doc.is_object()) {
@@ -151,7 +160,10 @@ absl::StatusOr<std::string> EditDaemonJson(const std::optional<std::string>& cur
                                                       "file as it is"));
   }
   GPUOP_RETURN_IF_ERROR(CheckTypes(doc, text, options));
-  if (!Apply(doc, options) && current.has_value()) return *current;
+  if (options.add_nvidia_runtime && options.runtime_binary.empty()) {
+    return absl::InvalidArgumentError("runtime options: runtime_binary is empty");
+  }
+  if (!Apply(doc, options, notes) && current.has_value()) return *current;
   const auto [width, fill] = Indentation(text);
   try {
     return doc.dump(width, fill, false, Json::error_handler_t::strict) + "\n";
@@ -161,13 +173,14 @@ absl::StatusOr<std::string> EditDaemonJson(const std::optional<std::string>& cur
   }
 }
 
-Plan DockerPlan(const HostFiles& /*files*/, const Options& options) {
+Plan DockerPlan(const HostFiles& /*files*/, const Options& options,
+                std::vector<std::string>* notes) {
   ManagedFile daemon_json{
       .path = kDockerConfigPath,
       .kind = ManagedFile::Kind::kEdited,
       .desired =
-          [options](const std::optional<std::string>& current) {
-            return EditDaemonJson(current, options);
+          [options, notes](const std::optional<std::string>& current) {
+            return EditDaemonJson(current, options, notes);
           },
       .verb = "updated",
   };

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/runtime/host_files.h"
@@ -17,17 +18,21 @@ inline constexpr char kDockerConfigPath[] = "/etc/docker/daemon.json";
 
 // daemon.json with gpuop's keys: "features": {"cdi": true} (and "cdi-spec-dirs" when the
 // directories differ from Docker's default) when enable_cdi; "runtimes": {"<runtime_name>":
-// {"path": runtime_binary, "args": []}} when add_nvidia_runtime; "default-runtime" when
+// {"path": runtime_binary, "args": []}} when add_nvidia_runtime, unless an entry of that name is
+// there already, which is kept as it is (and said in `notes` when its path is another);
+// "default-runtime" when
 // set_as_default. Every other key, and the order of keys, is kept; the document is re-indented
 // with the file's own indentation. When `current` already holds all of that, it is returned
 // byte for byte. nullopt (no file) starts from {}. FailedPrecondition naming the file, line and
 // problem for invalid JSON, a top level that is not an object, or a wrong type at a key gpuop
 // touches.
 [[nodiscard]] absl::StatusOr<std::string> EditDaemonJson(const std::optional<std::string>& current,
-                                                         const Options& options);
+                                                         const Options& options,
+                                                         std::vector<std::string>* notes = nullptr);
 
-// daemon.json, bound to `files` (which must outlive the plan).
-Plan DockerPlan(const HostFiles& files, const Options& options);
+// daemon.json, bound to `files` (which must outlive the plan); notes as ContainerdPlan.
+Plan DockerPlan(const HostFiles& files, const Options& options,
+                std::vector<std::string>* notes = nullptr);
 
 }  // namespace gpuop::agent::runtime
 

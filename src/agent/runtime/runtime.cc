@@ -70,7 +70,7 @@ absl::Status ValidateOptions(const Options& options) {
           absl::StrCat("runtime options: runtime_name \"", options.runtime_name,
                        "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
     }
-    if (!IsCleanAbsolutePath(options.runtime_binary)) {
+    if (!options.runtime_binary.empty() && !IsCleanAbsolutePath(options.runtime_binary)) {
       return absl::InvalidArgumentError(absl::StrCat("runtime options: runtime_binary \"",
                                                      options.runtime_binary,
                                                      "\" is not an absolute path"));
@@ -115,6 +115,9 @@ std::string StatusReport::Summary() const {
     absl::StrAppend(&out, RuntimeName(runtime),
                     ": restart pending (a change was written but the runtime was not restarted)\n");
   }
+  for (const std::string& note : notes) {
+    absl::StrAppend(&out, RuntimeName(runtime), ": note: ", note, "\n");
+  }
   return out;
 }
 
@@ -126,6 +129,9 @@ std::string ChangeReport::Summary() const {
     absl::StrAppend(&out, absl::StrJoin(actions, ", "));
   }
   absl::StrAppend(&out, "; ", restart.empty() ? "no restart" : restart);
+  for (const std::string& note : notes) {
+    absl::StrAppend(&out, "\n", RuntimeName(runtime), ": note: ", note);
+  }
   return out;
 }
 

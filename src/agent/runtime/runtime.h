@@ -32,11 +32,24 @@ struct Options {
   std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
   // Define a runtime handler `runtime_name` that runs `runtime_binary` (the NVIDIA container
   // runtime, a runc wrapper). Kubernetes selects it through a RuntimeClass with that handler.
+  // On a host (Configurator) the handler is added only when the binary exists there, and a
+  // handler of that name the node already defines is kept as it is, never replaced.
   bool add_nvidia_runtime = false;
   std::string runtime_name = "nvidia";
-  std::string runtime_binary = "/usr/local/nvidia/toolkit/nvidia-container-runtime";
-  // Make `runtime_name` the runtime's default handler. Requires add_nvidia_runtime.
+  // As the host sees it. Empty: the first of kNvidiaRuntimeBinaries that exists on the host
+  // (the Configurator fills it in; the renderers need it set).
+  std::string runtime_binary;
+  // Make `runtime_name` the runtime's default handler. Requires add_nvidia_runtime; on a host,
+  // only when the handler is there (added, or the node's own).
   bool set_as_default = false;
+};
+
+// Where the NVIDIA Container Toolkit puts nvidia-container-runtime: its packages, NVIDIA's GPU
+// operator's toolkit container, a manual install. Searched in this order.
+inline constexpr const char* kNvidiaRuntimeBinaries[] = {
+    "/usr/bin/nvidia-container-runtime",
+    "/usr/local/nvidia/toolkit/nvidia-container-runtime",
+    "/usr/local/bin/nvidia-container-runtime",
 };
 
 // OK when `options` can be applied; otherwise InvalidArgument naming the field and the reason.
@@ -63,6 +76,8 @@ struct StatusReport {
   // A configuration change was written but the runtime has not been restarted since (the restart
   // failed); the next configure or unconfigure retries it.
   bool restart_pending = false;
+  // As ChangeReport::notes.
+  std::vector<std::string> notes;
 
   // True when every file is configured and no restart is pending.
   bool Configured() const;
@@ -77,10 +92,12 @@ struct ChangeReport {
   std::vector<std::string> actions;
   // What the restart did ("restarted containerd (systemctl)"); empty when there was none.
   std::string restart;
+  // Decisions worth telling ("nvidia runtime handler not added: ..."), in order, no repeats.
+  std::vector<std::string> notes;
 
   bool Changed() const { return !actions.empty(); }
   // "containerd: wrote A, added imports to B; restarted containerd (systemctl)", or
-  // "containerd: unchanged; no restart".
+  // "containerd: unchanged; no restart"; then one line per note ("containerd: note: ...").
   std::string Summary() const;
 };
 

@@ -19,6 +19,8 @@ int64_t IntOrPercent::Resolve(int64_t total) const {
 
 const char* ComponentName(Component c) {
   switch (c) {
+    case Component::kDiscovery:
+      return "discovery";
     case Component::kDriver:
       return "driver";
     case Component::kRuntime:
@@ -63,6 +65,8 @@ const char* RemediationStepName(RemediationStep step) {
 
 bool PolicySpec::Enabled(Component c) const {
   switch (c) {
+    case Component::kDiscovery:
+      return components.discovery;
     case Component::kDriver:
       return driver.enabled;
     case Component::kRuntime:
@@ -286,6 +290,7 @@ absl::Status ReadApiServer(const Reader& spec, std::optional<ApiServerSpec>& out
 }
 
 absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
+  GPUOP_RETURN_IF_ERROR(r.Child("discovery").Bool("enabled", c.discovery));
   GPUOP_RETURN_IF_ERROR(r.Child("labels").Bool("enabled", c.labels));
   const Reader runtime = r.Child("runtime");
   GPUOP_RETURN_IF_ERROR(runtime.Bool("enabled", c.runtime));

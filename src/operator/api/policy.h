@@ -71,8 +71,10 @@ struct ApiServerSpec {
   int port = 0;      // 1..65535
 };
 
-// The components that run on every GPU node, one DaemonSet each.
+// The per-node components, one DaemonSet each: discovery on every Linux node not yet known to
+// have GPUs or not, the others (kAllComponents) on every managed GPU node.
 enum class Component {
+  kDiscovery,
   kDriver,
   kRuntime,
   kCdi,
@@ -88,11 +90,16 @@ inline constexpr Component kAllComponents[] = {
     Component::kDriver,       Component::kRuntime,     Component::kCdi,      Component::kLabels,
     Component::kDevicePlugin, Component::kHealth,      Component::kExporter, Component::kValidator,
     Component::kMigManager,   Component::kPowerManager};
-// "driver", "runtime", "cdi", "labels", "device-plugin", "health", "exporter", "validator",
-// "mig-manager", "power-manager": DaemonSet names (gpuop-<name>) and deploy label suffixes.
+// The components that run on GPU nodes, selected by their deploy labels. Discovery is not one
+// of them: it runs before a node is known to be a GPU node.
+// "discovery", "driver", "runtime", "cdi", "labels", "device-plugin", "health", "exporter",
+// "validator", "mig-manager", "power-manager": DaemonSet names (gpuop-<name>) and, except for
+// discovery, deploy label suffixes.
 const char* ComponentName(Component c);
 
 struct ComponentsSpec {
+  // PCI discovery on nodes without gpuop.io/gpu.present: finds GPU nodes without NFD.
+  bool discovery = true;
   bool labels = true;
   bool runtime = true;
   std::string runtime_kind = "auto";  // auto, containerd, crio

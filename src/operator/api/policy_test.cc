@@ -30,6 +30,7 @@ TEST(PolicyTest, DefaultsMatchTheCrd) {
   EXPECT_EQ(p->spec.driver.version, "570.86.15");
   EXPECT_TRUE(p->spec.Enabled(Component::kDriver));
   EXPECT_TRUE(p->spec.Enabled(Component::kDevicePlugin));
+  EXPECT_TRUE(p->spec.Enabled(Component::kDiscovery));
   EXPECT_FALSE(p->spec.Enabled(Component::kMigManager));
   EXPECT_EQ(p->spec.upgrade.max_parallel, 1);
   EXPECT_TRUE(p->spec.upgrade.max_unavailable.percent);
@@ -41,7 +42,8 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
   auto p = Parse(R"({
     "driver": {"enabled": false},
     "nodeSelector": {"team": "ml"},
-    "components": {"exporter": {"port": 9500, "interval": "30s"},
+    "components": {"discovery": {"enabled": false},
+                   "exporter": {"port": 9500, "interval": "30s"},
                    "health": {"ignoredXids": [13], "recoverAfter": "0s"},
                    "migManager": {"enabled": true, "config": "mig-layouts"}},
     "upgrade": {"maxParallel": 3, "maxUnavailable": 2,
@@ -50,6 +52,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
   ASSERT_TRUE(p.ok()) << p.status();
   const PolicySpec& s = p->spec;
   EXPECT_FALSE(s.Enabled(Component::kDriver));
+  EXPECT_FALSE(s.Enabled(Component::kDiscovery));
   EXPECT_EQ(s.node_selector.at("team"), "ml");
   EXPECT_EQ(s.components.exporter_port, 9500);
   EXPECT_EQ(s.components.exporter_interval, absl::Seconds(30));

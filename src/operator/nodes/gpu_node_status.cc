@@ -61,9 +61,10 @@ Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::
   Json status = Json::object();
   const std::string nvidia_count = Label(node, "nvidia.com/gpu.count");
   const std::string amd_count = Label(node, "amd.com/gpu.count");
-  status["vendor"] = !nvidia_count.empty() || Label(node, kNfdNvidiaLabel) == "true" ? "nvidia"
-                     : !amd_count.empty() || Label(node, kNfdAmdLabel) == "true"     ? "amd"
-                                                                                     : "unknown";
+  const NodeGpus gpus = GpusOf(node);
+  status["vendor"] = !nvidia_count.empty() || gpus.nvidia ? "nvidia"
+                     : !amd_count.empty() || gpus.amd     ? "amd"
+                                                          : "unknown";
   const std::string count = !nvidia_count.empty() ? nvidia_count : amd_count;
   status["gpuCount"] = count.empty() ? 0 : std::atoi(count.c_str());
   std::string product = Label(node, "nvidia.com/gpu.product");

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "operator/render/render.h"
 
 namespace gpuop::op {
@@ -17,10 +20,80 @@ bool LabelIs(const kube::Node& node, absl::string_view key, absl::string_view va
 
 }  // namespace
 
-bool IsGpuNode(const kube::Node& node) {
-  return LabelIs(node, kNfdNvidiaLabel, "true") || LabelIs(node, kNfdAmdLabel, "true") ||
-         LabelIs(node, kAgentGpuPresentLabel, "true");
+namespace {
+
+std::optional<uint16_t> HexField(absl::string_view field) {
+  if (field.size() != 4) return std::nullopt;
+  uint16_t value = 0;
+  for (char c : field) {
+    const char lower = absl::ascii_tolower(static_cast<unsigned char>(c));
+    int digit = 0;
+    if (lower >= '0' && lower <= '9') {
+      digit = lower - '0';
+    } else if (lower >= 'a' && lower <= 'f') {
+      digit = lower - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    value = static_cast<uint16_t>(value << 4 | digit);
+  }
+  return value;
 }
+
+bool IsGpuVendor(uint16_t id) { return id == kPciVendorNvidia || id == kPciVendorAmd; }
+
+// NFD's default deviceClassWhitelist: "03", "0b40", "12" (prefixes of the 4-digit class).
+bool IsGpuClass(uint16_t class4) {
+  const uint8_t base = static_cast<uint8_t>(class4 >> 8);
+  return base == 0x03 || base == 0x12 || class4 == 0x0b40;
+}
+
+}  // namespace
+
+std::optional<uint16_t> NfdPciGpuVendor(absl::string_view key) {
+  if (!absl::ConsumePrefix(&key, kNfdPciLabelPrefix) || !absl::ConsumeSuffix(&key, ".present")) {
+    return std::nullopt;
+  }
+  std::vector<absl::string_view> fields = absl::StrSplit(key, '_');
+  if (fields.empty() || fields.size() > 5) return std::nullopt;
+  std::vector<uint16_t> values;
+  for (absl::string_view field : fields) {
+    std::optional<uint16_t> value = HexField(field);
+    if (!value.has_value()) return std::nullopt;
+    values.push_back(*value);
+  }
+  // The class comes first when it is one of the fields; GPU classes (03xx, 0b40, 12xx) and GPU
+  // vendors (10de, 1002) never look alike, so the two forms cannot be confused.
+  if (values.size() >= 2 && IsGpuClass(values[0]) && IsGpuVendor(values[1])) return values[1];
+  if (IsGpuVendor(values[0])) return values[0];
+  return std::nullopt;
+}
+
+NodeGpus GpusOf(const kube::Node& node) {
+  NodeGpus gpus;
+  bool present = false;
+  for (const auto& [key, value] : node.metadata.labels) {
+    const absl::string_view k = key;
+    const absl::string_view v = value;
+    if (v != "true" && k != kAgentGpuVendorLabel) continue;
+    if (k == kAgentGpuPresentLabel) {
+      present = true;
+    } else if (k == kGfdGpuPresentLabel) {
+      gpus.nvidia = true;
+    } else if (k == kAgentGpuVendorLabel) {
+      gpus.nvidia = gpus.nvidia || v == "nvidia" || v == "mixed";
+      gpus.amd = gpus.amd || v == "amd" || v == "mixed";
+    } else if (absl::StartsWith(k, kNfdPciLabelPrefix)) {
+      const std::optional<uint16_t> vendor = NfdPciGpuVendor(k);
+      gpus.nvidia = gpus.nvidia || vendor == kPciVendorNvidia;
+      gpus.amd = gpus.amd || vendor == kPciVendorAmd;
+    }
+  }
+  gpus.unknown_vendor = present && !gpus.nvidia && !gpus.amd;
+  return gpus;
+}
+
+bool IsGpuNode(const kube::Node& node) { return GpusOf(node).any(); }
 
 bool PoolAssignment::Conflicted(const std::string& node) const {
   for (const auto& [pool, nodes] : conflicts) {
@@ -66,10 +139,8 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   if (managed) {
     want[kManagedLabel] = "true";
     const bool operands_off = LabelIs(node, kDeployOperandsLabel, "false");
-    // AMD only: NFD saw AMD and nothing says NVIDIA (NFD or the agent's GPU feature labels).
-    const bool amd_only = LabelIs(node, kNfdAmdLabel, "true") &&
-                          !LabelIs(node, kNfdNvidiaLabel, "true") &&
-                          !LabelIs(node, "nvidia.com/gpu.present", "true");
+    // AMD only: something saw AMD GPUs and nothing says NVIDIA.
+    const bool amd_only = GpusOf(node).amd_only();
     for (Component c : kAllComponents) {
       if (!policy->Enabled(c) || operands_off) continue;
       const std::string key = absl::StrCat(kDeployLabelPrefix, ComponentName(c));

@@ -1,6 +1,7 @@
 #ifndef GPUOP_OPERATOR_NODES_NODE_LABELS_H_
 #define GPUOP_OPERATOR_NODES_NODE_LABELS_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,9 +15,24 @@
 namespace gpuop::op {
 
 // Node labels others write that the operator reads.
+//
+// node-feature-discovery labels each PCI device of a whitelisted class (by default classes 03
+// display, 0b40 coprocessor and 12 processing accelerator) as
+// feature.node.kubernetes.io/pci-<fields>.present=true, where <fields> are its deviceLabelFields
+// joined by '_' in the fixed order class, vendor, device, subsystem_vendor, subsystem_device:
+// pci-0302_10de (the default class and vendor), pci-10de (vendor only, as NVIDIA's GPU operator
+// configures NFD), pci-0302_10de_2330 and so on. NfdPciGpuVendor reads any of them.
+inline constexpr char kNfdPciLabelPrefix[] = "feature.node.kubernetes.io/pci-";
 inline constexpr char kNfdNvidiaLabel[] = "feature.node.kubernetes.io/pci-10de.present";
 inline constexpr char kNfdAmdLabel[] = "feature.node.kubernetes.io/pci-1002.present";
-inline constexpr char kAgentGpuPresentLabel[] = "gpuop.io/gpu.present";  // the agent's discovery
+// gpuop's own discovery (the discovery component from PCI sysfs, the labels component from the
+// drivers): "true" on GPU nodes, "false" on nodes PCI discovery found none on; absent while the
+// node is not known yet, which is what runs the discovery component there.
+inline constexpr char kAgentGpuPresentLabel[] = "gpuop.io/gpu.present";
+// The vendors gpuop's discovery found: "nvidia", "amd", or "mixed" for both.
+inline constexpr char kAgentGpuVendorLabel[] = "gpuop.io/gpu.vendor";
+// NVIDIA's GPU feature discovery (and gpuop's labels component) on NVIDIA GPU nodes.
+inline constexpr char kGfdGpuPresentLabel[] = "nvidia.com/gpu.present";
 // The agent found a driver already loaded on the host (not from gpuop's driver container).
 inline constexpr char kDriverPreinstalledLabel[] = "gpuop.io/driver.preinstalled";
 // "false" takes every component off the node.
@@ -27,7 +43,31 @@ inline constexpr char kHostDriverValue[] = "host-driver";
 // GPUs are all AMD: the component does not apply there.
 inline constexpr char kNotApplicableValue[] = "not-applicable";
 
-// A GPU node: node feature discovery saw an NVIDIA or AMD PCI device, or the agent found GPUs.
+inline constexpr uint16_t kPciVendorNvidia = 0x10de;
+inline constexpr uint16_t kPciVendorAmd = 0x1002;
+
+// The GPU vendor an NFD PCI label key names (kPciVendorNvidia or kPciVendorAmd), in any of
+// NFD's forms: a class-first key (pci-0302_10de..., pci-1200_1002...) whose class is a display
+// (03xx), coprocessor (0b40) or processing accelerator (12xx) class, or a key without the class
+// that starts with the vendor (pci-10de, pci-1002_74a1). Nothing for any other key, another
+// vendor (the BMC's pci-0300_1a03) or another class. Pure; never throws.
+std::optional<uint16_t> NfdPciGpuVendor(absl::string_view key);
+
+// What a node's labels say about its GPUs: NFD's PCI labels (value "true"), gpuop's discovery
+// labels, and NVIDIA's nvidia.com/gpu.present.
+struct NodeGpus {
+  bool nvidia = false;
+  bool amd = false;
+  // gpuop.io/gpu.present=true with no vendor known.
+  bool unknown_vendor = false;
+  bool any() const { return nvidia || amd || unknown_vendor; }
+  // AMD GPUs and no sign of NVIDIA ones: the NVIDIA-only components do not apply.
+  bool amd_only() const { return amd && !nvidia; }
+};
+NodeGpus GpusOf(const kube::Node& node);
+
+// A GPU node: NFD saw an NVIDIA or AMD GPU, gpuop's discovery found GPUs, or NVIDIA's GPU
+// feature discovery labelled it.
 bool IsGpuNode(const kube::Node& node);
 
 // Which pool each GPU node belongs to. A node two or more pools select belongs to none of them

@@ -39,7 +39,83 @@ TEST(NodeLabelsTest, GpuNodesComeFromNfdOrTheAgent) {
   EXPECT_TRUE(IsGpuNode(NodeWith({{"feature.node.kubernetes.io/pci-10de.present", "true"}})));
   EXPECT_TRUE(IsGpuNode(NodeWith({{"feature.node.kubernetes.io/pci-1002.present", "true"}})));
   EXPECT_TRUE(IsGpuNode(NodeWith({{"gpuop.io/gpu.present", "true"}})));
+  EXPECT_TRUE(IsGpuNode(NodeWith({{"nvidia.com/gpu.present", "true"}})));
   EXPECT_FALSE(IsGpuNode(NodeWith({{"kubernetes.io/os", "linux"}})));
+  EXPECT_FALSE(IsGpuNode(NodeWith({{"gpuop.io/gpu.present", "false"}})));
+  EXPECT_FALSE(
+      IsGpuNode(NodeWith({{"feature.node.kubernetes.io/pci-0302_10de.present", "false"}})));
+}
+
+// Every form NFD writes with its deviceLabelFields, and what is not a GPU.
+TEST(NodeLabelsTest, NfdPciLabelsInEveryForm) {
+  struct Case {
+    const char* key;
+    std::optional<uint16_t> vendor;
+  };
+  const Case cases[] = {
+      // NFD's default fields (class, vendor).
+      {"feature.node.kubernetes.io/pci-0302_10de.present", kPciVendorNvidia},  // H100, A100
+      {"feature.node.kubernetes.io/pci-0300_10de.present", kPciVendorNvidia},  // VGA-class GPU
+      {"feature.node.kubernetes.io/pci-0380_10de.present", kPciVendorNvidia},
+      {"feature.node.kubernetes.io/pci-0b40_10de.present", kPciVendorNvidia},  // coprocessor
+      {"feature.node.kubernetes.io/pci-0380_1002.present", kPciVendorAmd},     // MI210
+      {"feature.node.kubernetes.io/pci-1200_1002.present", kPciVendorAmd},     // MI300X
+      {"feature.node.kubernetes.io/pci-0300_1002.present", kPciVendorAmd},
+      // Vendor only (NVIDIA's GPU operator's NFD configuration), vendor and device.
+      {"feature.node.kubernetes.io/pci-10de.present", kPciVendorNvidia},
+      {"feature.node.kubernetes.io/pci-1002.present", kPciVendorAmd},
+      {"feature.node.kubernetes.io/pci-10de_2330.present", kPciVendorNvidia},
+      // Class, vendor, device and the subsystem.
+      {"feature.node.kubernetes.io/pci-0302_10de_2330.present", kPciVendorNvidia},
+      {"feature.node.kubernetes.io/pci-0302_10de_2330_10de_16c1.present", kPciVendorNvidia},
+      {"feature.node.kubernetes.io/pci-1200_1002_74a1_1002_74a1.present", kPciVendorAmd},
+      {"feature.node.kubernetes.io/pci-0302_10DE.present", kPciVendorNvidia},
+      // Not GPUs: the BMC's display (ASPEED, Matrox), virtio, a NIC, NVIDIA's HDMI audio or
+      // NVSwitch (classes NFD does not whitelist by default), the class alone.
+      {"feature.node.kubernetes.io/pci-0300_1a03.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0300_102b.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0300_1af4.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0200_15b3.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0403_10de.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0680_10de.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0302.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0302_10de.sriov.capable", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0302_10de", std::nullopt},
+      {"feature.node.kubernetes.io/pci-.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-_.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0302__10de.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-030_10de.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-03020_10de.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-0g02_10de.present", std::nullopt},
+      {"feature.node.kubernetes.io/pci-1_2_3_4_5_6.present", std::nullopt},
+      {"feature.node.kubernetes.io/usb-10de.present", std::nullopt},
+      {"example.com/pci-10de.present", std::nullopt},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(NfdPciGpuVendor(c.key), c.vendor) << c.key;
+    const kube::Node node = NodeWith({{c.key, "true"}});
+    EXPECT_EQ(IsGpuNode(node), c.vendor.has_value()) << c.key;
+    EXPECT_EQ(GpusOf(node).nvidia, c.vendor == kPciVendorNvidia) << c.key;
+    EXPECT_EQ(GpusOf(node).amd, c.vendor == kPciVendorAmd) << c.key;
+  }
+}
+
+TEST(NodeLabelsTest, VendorsFromEverySource) {
+  EXPECT_TRUE(GpusOf(NodeWith({{"gpuop.io/gpu.present", "true"}, {"gpuop.io/gpu.vendor", "amd"}}))
+                  .amd_only());
+  const NodeGpus mixed =
+      GpusOf(NodeWith({{"gpuop.io/gpu.present", "true"}, {"gpuop.io/gpu.vendor", "mixed"}}));
+  EXPECT_TRUE(mixed.nvidia && mixed.amd && !mixed.amd_only());
+  // NFD saw AMD, gpuop's discovery NVIDIA as well: not AMD only.
+  EXPECT_FALSE(GpusOf(NodeWith({{"feature.node.kubernetes.io/pci-1200_1002.present", "true"},
+                                {"gpuop.io/gpu.vendor", "nvidia"}}))
+                   .amd_only());
+  EXPECT_FALSE(GpusOf(NodeWith({{"feature.node.kubernetes.io/pci-1200_1002.present", "true"},
+                                {"nvidia.com/gpu.present", "true"}}))
+                   .amd_only());
+  const NodeGpus unknown = GpusOf(NodeWith({{"gpuop.io/gpu.present", "true"}}));
+  EXPECT_TRUE(unknown.any() && unknown.unknown_vendor && !unknown.amd_only());
+  EXPECT_FALSE(GpusOf(NodeWith({{"gpuop.io/gpu.vendor", "intel"}})).any());
 }
 
 TEST(NodeLabelsTest, AGpuNodeGetsEveryEnabledComponent) {
@@ -92,6 +168,20 @@ TEST(NodeLabelsTest, NvidiaOnlyComponentsDoNotApplyToAmdNodes) {
   const kube::Node both = NodeWith({{kNfdAmdLabel, "true"}, {kNfdNvidiaLabel, "true"}});
   EXPECT_THAT(DesiredNodeLabels(both, {}, &policy, nullptr, false).desired,
               Contains(Pair("gpuop.io/deploy.driver", "true")));
+  // The same from stock NFD's class-first labels, and from gpuop's own discovery.
+  const kube::Node mi300 = NodeWith({{"feature.node.kubernetes.io/pci-1200_1002.present", "true"}});
+  EXPECT_THAT(DesiredNodeLabels(mi300, {}, &policy, nullptr, false).desired,
+              Contains(Pair("gpuop.io/deploy.driver", "not-applicable")));
+  const kube::Node discovered =
+      NodeWith({{"gpuop.io/gpu.present", "true"}, {"gpuop.io/gpu.vendor", "amd"}});
+  EXPECT_THAT(DesiredNodeLabels(discovered, {}, &policy, nullptr, false).desired,
+              Contains(Pair("gpuop.io/deploy.mig-manager", "not-applicable")));
+  const kube::Node h100 = NodeWith({{"feature.node.kubernetes.io/pci-0302_10de.present", "true"}});
+  EXPECT_THAT(DesiredNodeLabels(h100, {}, &policy, nullptr, false).desired,
+              Contains(Pair("gpuop.io/deploy.driver", "true")));
+  // A CPU node that discovery labelled has nothing.
+  const kube::Node cpu = NodeWith({{"gpuop.io/gpu.present", "false"}});
+  EXPECT_TRUE(DesiredNodeLabels(cpu, {}, &policy, nullptr, false).desired.empty());
 }
 
 TEST(NodeLabelsTest, WithoutAPolicyTheOperatorsLabelsGo) {

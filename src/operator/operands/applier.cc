@@ -87,6 +87,28 @@ absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::jso
       ++report.unchanged;
       continue;
     }
+    if (found == live[type].end() && type == &kube::resources::kRuntimeClasses) {
+      // Not among the operator's: absent, or someone else's.
+      absl::StatusOr<nlohmann::json> existing =
+          client_.Get(*type, "", name, {.metadata_only = true});
+      if (existing.ok()) {
+        const nlohmann::json labels = existing->value("metadata", nlohmann::json::object())
+                                          .value("labels", nlohmann::json::object());
+        const std::string owner =
+            labels.contains(kManagedByLabel) && labels[kManagedByLabel].is_string()
+                ? absl::StrCat(kManagedByLabel, "=", labels[kManagedByLabel].get<std::string>())
+                : std::string("no ") + kManagedByLabel + " label";
+        report.skipped.push_back(absl::StrCat(Describe(*type, ns_, name),
+                                              ": exists and is not managed by ", kManagedByValue,
+                                              " (", owner, "); left as it is"));
+        continue;
+      }
+      if (!absl::IsNotFound(existing.status())) {
+        report.errors.push_back(
+            absl::StrCat("get ", Describe(*type, ns_, name), ": ", existing.status().message()));
+        continue;
+      }
+    }
     absl::StatusOr<nlohmann::json> applied = client_.Apply(*type, object, kFieldManager, true);
     if (applied.ok()) {
       ++report.applied;

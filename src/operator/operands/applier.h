@@ -27,6 +27,9 @@ struct ApplyReport {
   // One line per failed write: "apply DaemonSet gpuop-system/gpuop-exporter: <error>". A failure
   // does not stop the others.
   std::vector<std::string> errors;
+  // One line per rendered object left alone because another owner has it: "RuntimeClass
+  // nvidia: exists and is not managed by gpuop-operator (...); left as it is". Not a failure.
+  std::vector<std::string> skipped;
 
   bool ok() const { return errors.empty(); }
 };
@@ -38,6 +41,11 @@ struct ApplyReport {
 //
 // Kinds: ServiceAccount, ConfigMap, DaemonSet (in `ns`), ClusterRole, ClusterRoleBinding,
 // RuntimeClass. A rendered object of another kind is an InvalidArgument error (a renderer bug).
+//
+// A RuntimeClass is a cluster-wide name other installers use too (NVIDIA's GPU operator and
+// toolkit create "nvidia"): one that exists without the operator's managed-by label is never
+// applied over, and never pruned; it is listed in ApplyReport::skipped instead. That costs one GET
+// per sync while someone else owns it.
 //
 // Thread-safe (no state); `client` must outlive it.
 class OperandApplier {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "operator/nodes/node_labels.h"
 
 namespace gpuop::op::render {
 
@@ -14,6 +15,14 @@ const HostMount kDevicePlugins{"device-plugins", "/var/lib/kubelet/device-plugin
 const HostMount kPodResources{"pod-resources", "/var/lib/kubelet/pod-resources",
                               "/var/lib/kubelet/pod-resources", true, "Directory"};
 const HostMount kHostSys{"host-sys", "/sys", "/host/sys", true, "Directory"};
+// The host's root, read-only, for the driver's libraries: the host's own (a host driver) and
+// the driver container's root at /host/run/nvidia/driver, whose remounts after a driver restart
+// reach the container through HostToContainer. Nothing is created on the host (an AMD node gets
+// no /run/nvidia), and the agent looks for libnvidia-ml and libcuda there itself
+// (--host-root), so no component depends on a container runtime that injects the driver.
+const HostMount kHostRoot{"host-root", "/", "/host", true, "Directory", false, true};
+// The agent's flag that points it there.
+constexpr char kHostRootFlag[] = "--host-root=/host";
 
 const Rule kReadNodes{{""}, {"nodes"}, {"get", "list", "watch"}};
 const Rule kPatchNodeStatus{{""}, {"nodes/status"}, {"patch"}};
@@ -34,18 +43,35 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
   ComponentSpec s{.component = component, .image = policy.image};
   (void)ns;
   switch (component) {
+    case Component::kDiscovery:
+      // Reads PCI sysfs only (world-readable files), labels its Node and waits to be removed:
+      // once the label is there the affinity no longer matches and the DaemonSet controller
+      // deletes the pod, so known nodes run nothing of it.
+      s.command = Agent({"discover-pci", "--sysfs-root=/host/sys", "--label-node"});
+      s.mounts = {kHostSys};
+      s.rules = {{{""}, {"nodes"}, {"get", "patch"}}};
+      s.run_as_user = 65532;
+      s.deploy_label = false;
+      s.affinity = {
+          {"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             {{"nodeSelectorTerms",
+               nlohmann::json::array(
+                   {{{"matchExpressions",
+                      nlohmann::json::array({{{"key", "kubernetes.io/os"},
+                                              {"operator", "In"},
+                                              {"values", nlohmann::json::array({"linux"})}},
+                                             {{"key", kAgentGpuPresentLabel},
+                                              {"operator", "DoesNotExist"}}})}}})}}}}}};
+      break;
     case Component::kLabels:
-      s.command = Agent({"labels", "--sysfs-root=/host/sys", "--host-proc=/host/proc",
-                         "--driver-container-root=/host/run/nvidia/driver",
-                         "--config-dir=/etc/gpuop/device-plugin",
+      s.command = Agent({"labels", kHostRootFlag, "--sysfs-root=/host/sys",
+                         "--host-proc=/host/proc", "--config-dir=/etc/gpuop/device-plugin",
                          "--config-name=" + c.device_plugin_default_config,
                          "--layout-file=/run/gpuop/mig-layout"});
-      s.mounts = {kHostSys,
-                  {"host-proc", "/proc", "/host/proc", true, "Directory"},
-                  {"run-nvidia", "/run/nvidia", "/host/run/nvidia", true, "DirectoryOrCreate"},
-                  kRunGpuop};
+      s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}}};
-      s.uses_gpus = true;
+      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's GFD is privileged too)
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
       break;
     case Component::kRuntime:
@@ -59,77 +85,79 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.host_pid = true;
       break;
     case Component::kCdi:
-      s.command =
-          Agent({"cdi", "generate", "--watch", "--output-dir=/var/run/cdi", "--driver-root=auto",
-                 "--sysroot=/host", "--layout-file=/run/gpuop/mig-layout"});
-      s.mounts = {{"cdi", "/var/run/cdi", "/var/run/cdi", false, "DirectoryOrCreate"},
-                  {"host-root", "/", "/host", true, "Directory"},
-                  kRunGpuop};
-      s.uses_gpus = true;
+      // Installs gpuop-cdi-hook where the spec names it (the runtime runs it on the host) through
+      // a writable mount of that one directory; the host root stays read-only.
+      s.command = Agent({"cdi", "generate", "--watch", "--output-dir=/var/run/cdi",
+                         "--driver-root=auto", kHostRootFlag, "--layout-file=/run/gpuop/mig-layout",
+                         "--hook-install-dir=/var/lib/gpuop/bin"});
+      s.mounts = {
+          {"cdi", "/var/run/cdi", "/var/run/cdi", false, "DirectoryOrCreate"},
+          {"hook-dir", "/var/lib/gpuop/bin", "/var/lib/gpuop/bin", false, "DirectoryOrCreate"},
+          kHostRoot,
+          kRunGpuop};
+      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's toolkit is privileged too)
       break;
     case Component::kDevicePlugin:
       s.command =
-          Agent({"device-plugin", "--config-dir=/etc/gpuop/device-plugin",
+          Agent({"device-plugin", kHostRootFlag, "--config-dir=/etc/gpuop/device-plugin",
                  "--config-name=" + c.device_plugin_default_config,
                  "--health-file=/run/gpuop/gpu-health.json", "--layout-file=/run/gpuop/mig-layout",
                  "--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","),
                  "--recover-after=" + Seconds(c.recover_after)});
-      s.mounts = {kDevicePlugins, kRunGpuop};
+      s.mounts = {kDevicePlugins, kHostRoot, kRunGpuop};
       s.rules = {kReadNodes};
-      s.uses_gpus = true;
+      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's device plugin too)
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
       break;
     case Component::kHealth:
-      s.command = Agent({"health", "--health-file=/run/gpuop/gpu-health.json",
+      s.command = Agent({"health", kHostRootFlag, "--health-file=/run/gpuop/gpu-health.json",
                          "--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","),
                          "--recover-after=" + Seconds(c.recover_after)});
-      s.mounts = {kRunGpuop};
+      s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus, kWriteEvents};
-      s.uses_gpus = true;
+      s.privileged = true;  // waits for XID events on the GPUs' device nodes
       break;
     case Component::kExporter:
-      s.command = Agent({"exporter", absl::StrCat("--listen=:", c.exporter_port),
+      s.command = Agent({"exporter", kHostRootFlag, absl::StrCat("--listen=:", c.exporter_port),
                          "--interval=" + Seconds(c.exporter_interval),
                          "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
-      s.mounts = {kPodResources};
-      s.uses_gpus = true;
+      s.mounts = {kPodResources, kHostRoot};
+      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's dcgm-exporter is privileged)
       s.ports = {{{"name", "metrics"}, {"containerPort", c.exporter_port}, {"protocol", "TCP"}}};
       s.readiness_probe = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
                            {"periodSeconds", 10}};
       break;
     case Component::kValidator:
       s.command =
-          Agent({"validate", "--keep-running", "--timeout=0", "--status-dir=/run/gpuop/validations",
-                 "--checks=driver,cuda,device-plugin"});
-      s.mounts = {kRunGpuop};
+          Agent({"validate", kHostRootFlag, "--keep-running", "--timeout=0",
+                 "--status-dir=/run/gpuop/validations", "--checks=driver,cuda,device-plugin"});
+      s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus};
-      s.uses_gpus = true;
+      s.privileged = true;  // runs CUDA on the GPUs (NVIDIA's validator is privileged too)
       s.readiness_probe = {
           {"exec",
            {{"command",
-             {"gpuop-agent", "validate", "--probe", "--status-dir=/run/gpuop/validations",
-              "--checks=driver,cuda,device-plugin"}}}},
+             {"gpuop-agent", "validate", "--probe", kHostRootFlag,
+              "--status-dir=/run/gpuop/validations", "--checks=driver,cuda,device-plugin"}}}},
           {"periodSeconds", 5}};
       break;
     case Component::kMigManager:
-      s.command = Agent({"mig", "--config-file=/etc/gpuop/mig/config.yaml",
+      s.command = Agent({"mig", kHostRootFlag, "--config-file=/etc/gpuop/mig/config.yaml",
                          "--layout-file=/run/gpuop/mig-layout"});
-      s.mounts = {kRunGpuop};
+      s.mounts = {kHostRoot, kRunGpuop};
       // Pauses GPU clients through their deploy labels and waits for their pods to go.
       s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}},
                  {{""}, {"pods"}, {"get", "list", "watch"}},
                  kWriteEvents};
-      s.uses_gpus = true;
       s.privileged = true;  // MIG reconfiguration needs CAP_SYS_ADMIN on the GPUs
       s.config_maps = {
           {c.mig_config.empty() ? "gpuop-mig-config" : c.mig_config, "/etc/gpuop/mig"}};
       break;
     case Component::kPowerManager:
-      s.command = Agent({"power", "--idle-after=" + Seconds(c.power_idle_after),
+      s.command = Agent({"power", kHostRootFlag, "--idle-after=" + Seconds(c.power_idle_after),
                          absl::StrCat("--floor-percent=", c.power_floor_percent),
                          "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
-      s.mounts = {kPodResources};
-      s.uses_gpus = true;
+      s.mounts = {kPodResources, kHostRoot};
       s.privileged = true;  // setting power limits needs root on the GPUs
       break;
     case Component::kDriver:

@@ -1,6 +1,7 @@
 #ifndef GPUOP_OPERATOR_RENDER_COMPONENT_SPEC_H_
 #define GPUOP_OPERATOR_RENDER_COMPONENT_SPEC_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct HostMount {
   bool read_only = true;
   std::string type;            // hostPath type: Directory, DirectoryOrCreate, ... ("" : none)
   bool bidirectional = false;  // mountPropagation Bidirectional (the driver's root)
+  // mountPropagation HostToContainer: mounts the host makes later (a restarted driver
+  // container's root under /run/nvidia/driver) show up in the container.
+  bool host_to_container = false;
 };
 
 // An RBAC rule ({apiGroups, resources, verbs}).
@@ -39,10 +43,18 @@ struct ComponentSpec {
   std::vector<EnvVar> env;
   std::vector<HostMount> mounts;
   std::vector<Rule> rules;  // empty: no API access, no token mounted
+  // Every gpuop component runs with the node's default runtime (no runtimeClassName): those
+  // that open GPU device nodes are privileged and find the driver's libraries under their
+  // host-root mount themselves (hw::ResolveDriverLibrary).
   bool privileged = false;
   bool host_pid = false;
-  // Uses NVML: runs with the nvidia runtime class and all GPUs visible to the container.
-  bool uses_gpus = false;
+  // A non-root user for a component that needs no root (securityContext runAsUser and
+  // runAsNonRoot).
+  std::optional<int64_t> run_as_user;
+  // Runs on nodes with gpuop.io/deploy.<component>=true (the GPU node components); when false
+  // the DaemonSet selects nodes by `affinity` and the policy's nodeSelector only.
+  bool deploy_label = true;
+  nlohmann::json affinity;                                       // the pod's affinity; null: none
   std::vector<std::pair<std::string, std::string>> config_maps;  // (name, mount path)
   nlohmann::json ports = nlohmann::json::array();
   nlohmann::json readiness_probe;  // null: none

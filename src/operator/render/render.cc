@@ -75,9 +75,10 @@ Json Tolerations(const PolicySpec& policy) {
 }
 
 Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec& policy,
-               const std::string& ns, bool runtime_class) {
+               const std::string& ns) {
   const std::string component = ComponentName(s.component);
-  Json node_selector = {{absl::StrCat(kDeployLabelPrefix, component), "true"}};
+  Json node_selector = Json::object();
+  if (s.deploy_label) node_selector[absl::StrCat(kDeployLabelPrefix, component)] = "true";
   for (const auto& [k, v] : policy.node_selector) node_selector[k] = v;
   for (const auto& [k, v] : s.extra_node_selector) node_selector[k] = v;
 
@@ -85,10 +86,6 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
       {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
       {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
   });
-  if (s.uses_gpus) {
-    env.push_back({{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}});
-    env.push_back({{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "utility,compute"}});
-  }
   if (policy.api_server.has_value() && !s.rules.empty()) {
     // A container's own variables win over the service variables the kubelet injects, so these
     // point the in-cluster configuration (src/kube/config) at the given address.
@@ -113,7 +110,11 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
     if (!m.type.empty()) host["type"] = m.type;
     volumes.push_back({{"name", m.name}, {"hostPath", host}});
     Json mount = {{"name", m.name}, {"mountPath", m.mount_path}, {"readOnly", m.read_only}};
-    if (m.bidirectional) mount["mountPropagation"] = "Bidirectional";
+    if (m.bidirectional) {
+      mount["mountPropagation"] = "Bidirectional";
+    } else if (m.host_to_container) {
+      mount["mountPropagation"] = "HostToContainer";
+    }
     mounts.push_back(std::move(mount));
   }
   for (const auto& [cm, path] : s.config_maps) {
@@ -127,6 +128,10 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
     security = {{"allowPrivilegeEscalation", false},
                 {"readOnlyRootFilesystem", true},
                 {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+    if (s.run_as_user.has_value()) {
+      security["runAsUser"] = *s.run_as_user;
+      security["runAsNonRoot"] = true;
+    }
   }
   Json resources = {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}};
   if (!s.memory_limit.empty()) resources["limits"] = {{"memory", s.memory_limit}};
@@ -157,17 +162,17 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
   Json pod_spec = {{"serviceAccountName", name},
                    {"automountServiceAccountToken", !s.rules.empty()},
                    {"priorityClassName", "system-node-critical"},
-                   {"nodeSelector", node_selector},
                    {"tolerations", Tolerations(policy)},
                    {"containers", Json::array({container})},
                    {"volumes", volumes}};
+  if (!node_selector.empty()) pod_spec["nodeSelector"] = node_selector;
+  if (!s.affinity.is_null()) pod_spec["affinity"] = s.affinity;
   if (s.host_pid) pod_spec["hostPID"] = true;
   if (policy.host_network) {
     pod_spec["hostNetwork"] = true;
     // Cluster DNS still resolves for the components (the default would be the node's).
     pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet";
   }
-  if (s.uses_gpus && runtime_class) pod_spec["runtimeClassName"] = kNvidiaRuntimeClass;
   if (!policy.image_pull_secrets.empty()) {
     Json secrets = Json::array();
     for (const auto& secret : policy.image_pull_secrets) secrets.push_back({{"name", secret}});
@@ -188,7 +193,7 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
 
 // The ServiceAccount, RBAC and DaemonSet of one component's spec.
 void AddComponent(const ComponentSpec& s, const std::string& name, const RenderInput& in,
-                  bool runtime_class, std::vector<Json>& accounts, std::vector<Json>& rbac,
+                  std::vector<Json>& accounts, std::vector<Json>& rbac,
                   std::vector<Json>& daemon_sets) {
   const std::string component = ComponentName(s.component);
   accounts.push_back(ServiceAccount(name, in.ns, component, !s.rules.empty()));
@@ -196,7 +201,7 @@ void AddComponent(const ComponentSpec& s, const std::string& name, const RenderI
     rbac.push_back(ClusterRole(name, component, s.rules));
     rbac.push_back(ClusterRoleBinding(name, in.ns, component));
   }
-  daemon_sets.push_back(DaemonSet(s, name, in.policy, in.ns, runtime_class));
+  daemon_sets.push_back(DaemonSet(s, name, in.policy, in.ns));
 }
 
 }  // namespace
@@ -208,12 +213,18 @@ std::string DriverDaemonSetName(const std::string& pool) {
 absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
   const PolicySpec& policy = in.policy;
   std::vector<Json> cluster, config_maps, accounts, rbac, daemon_sets;
-  const bool runtime_class = policy.Enabled(Component::kRuntime);
-  if (runtime_class) {
+  // For workloads that name it (as on NVIDIA's operator): the runtime component defines the
+  // handler on nodes where the NVIDIA Container Toolkit is installed. gpuop's own pods never use
+  // it, so without the runtime component nothing does and it is not rendered.
+  if (policy.Enabled(Component::kRuntime)) {
     cluster.push_back({{"apiVersion", "node.k8s.io/v1"},
                        {"kind", "RuntimeClass"},
                        {"metadata", Meta(kNvidiaRuntimeClass, "", "runtime")},
                        {"handler", kNvidiaRuntimeClass}});
+  }
+  if (policy.Enabled(Component::kDiscovery)) {
+    AddComponent(render::SpecFor(Component::kDiscovery, policy, in.ns), "gpuop-discovery", in,
+                 accounts, rbac, daemon_sets);
   }
   for (Component c : kAllComponents) {
     if (!policy.Enabled(c) || c == Component::kDriver) continue;
@@ -223,14 +234,13 @@ absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
         cm = policy.components.device_plugin_config;  // the user's own configurations
       }
     }
-    AddComponent(spec, absl::StrCat("gpuop-", ComponentName(c)), in, runtime_class, accounts, rbac,
-                 daemon_sets);
+    AddComponent(spec, absl::StrCat("gpuop-", ComponentName(c)), in, accounts, rbac, daemon_sets);
   }
   if (policy.Enabled(Component::kDriver)) {
     // One DaemonSet per driver: the policy's, and each pool that sets its own.
     ComponentSpec spec =
         render::DriverSpecFor(policy, "", policy.driver.repository, policy.driver.version);
-    AddComponent(spec, DriverDaemonSetName(""), in, runtime_class, accounts, rbac, daemon_sets);
+    AddComponent(spec, DriverDaemonSetName(""), in, accounts, rbac, daemon_sets);
     for (const auto& pool : in.pools) {
       if (!pool.driver_version.has_value() && !pool.driver_repository.has_value()) continue;
       ComponentSpec pool_spec = render::DriverSpecFor(
@@ -238,7 +248,7 @@ absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
           pool.driver_version.value_or(policy.driver.version));
       const std::string name = DriverDaemonSetName(pool.name);
       // The pool's driver DaemonSet shares the component's ServiceAccount.
-      daemon_sets.push_back(DaemonSet(pool_spec, name, policy, in.ns, runtime_class));
+      daemon_sets.push_back(DaemonSet(pool_spec, name, policy, in.ns));
       daemon_sets.back()["spec"]["template"]["spec"]["serviceAccountName"] =
           DriverDaemonSetName("");
     }

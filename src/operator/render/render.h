@@ -45,6 +45,11 @@ struct RenderInput {
 // can be found and pruned. With policy.host_network every pod runs with hostNetwork (dnsPolicy
 // ClusterFirstWithHostNet, HTTP probes on 127.0.0.1); with policy.api_server every container
 // that talks to the API server gets KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
+// The discovery DaemonSet (gpuop-discovery) selects Linux nodes without gpuop.io/gpu.present
+// by node affinity, not deploy labels. No pod names a runtime class: the components reach the
+// driver through a read-only host-root mount (HostToContainer) and, where they open device
+// nodes, as privileged containers. The RuntimeClass nvidia is rendered only with the runtime
+// component, for workloads that ask for it.
 [[nodiscard]] absl::StatusOr<std::vector<nlohmann::json>> RenderOperands(const RenderInput& input);
 
 // The name of the driver DaemonSet for a pool ("" for the policy's own): gpuop-driver or

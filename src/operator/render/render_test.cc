@@ -56,6 +56,7 @@ std::vector<Scenario> Scenarios() {
   minimal.components.exporter = false;
   minimal.components.validator = false;
   minimal.components.labels = false;
+  minimal.components.discovery = false;
   minimal.components.device_plugin_config = "my-plugin-configs";
   // No pod network, no kube-proxy: the node test's cluster.
   PolicySpec host_network = DefaultPolicy();
@@ -118,8 +119,11 @@ TEST(RenderTest, EveryObjectIsLabelledForPruning) {
 }
 
 TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
-  const std::set<std::string> may_be_privileged = {"driver", "runtime", "mig-manager",
-                                                   "power-manager"};
+  // Those that open GPU device nodes or edit the host (NVIDIA's equivalents are privileged
+  // too; docs/deploy.md has the table). Discovery reads world-readable sysfs files only.
+  const std::set<std::string> may_be_privileged = {
+      "driver", "runtime",  "cdi",       "labels",      "device-plugin",
+      "health", "exporter", "validator", "mig-manager", "power-manager"};
   for (const auto& scenario : Scenarios()) {
     const std::vector<Json> objects = Render(scenario.input);
     for (const auto& o : objects) {
@@ -153,7 +157,17 @@ TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
         EXPECT_EQ(security["capabilities"]["drop"][0], "ALL") << Id(o);
         EXPECT_FALSE(pod.value("hostPID", false)) << Id(o);
       }
-      EXPECT_EQ(pod["nodeSelector"]["gpuop.io/deploy." + component], "true") << Id(o);
+      if (component == "discovery") {
+        EXPECT_FALSE(
+            pod.value("nodeSelector", Json::object()).contains("gpuop.io/deploy.discovery"))
+            << Id(o);
+        EXPECT_EQ(security["runAsNonRoot"], true) << Id(o);
+      } else {
+        EXPECT_EQ(pod["nodeSelector"]["gpuop.io/deploy." + component], "true") << Id(o);
+      }
+      for (const auto& [k, v] : scenario.input.policy.node_selector) {
+        EXPECT_EQ(pod["nodeSelector"][k], v) << Id(o) << ": the policy's nodeSelector";
+      }
       EXPECT_EQ(o["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"],
                 o["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"]);
     }
@@ -329,6 +343,124 @@ TEST(RenderTest, TheDevicePluginAcceptsTheRenderedConfigurations) {
     }
     EXPECT_EQ(config->mig_strategy, agent::MigStrategy::kSingle);
   }
+}
+
+// The mount named `name` of the pod, with its volume: {volumeMount, volume}.
+std::pair<Json, Json> MountOf(const Json& pod, const std::string& name) {
+  Json mount;
+  Json volume;
+  for (const auto& m : pod["containers"][0]["volumeMounts"]) {
+    if (m["name"] == name) mount = m;
+  }
+  for (const auto& v : pod["volumes"]) {
+    if (v["name"] == name) volume = v;
+  }
+  return {mount, volume};
+}
+
+bool HasArg(const Json& container, const std::string& arg) {
+  for (const auto& a : container["command"]) {
+    if (a == arg) return true;
+  }
+  return false;
+}
+
+TEST(RenderTest, NoComponentDependsOnARuntimeClassOrTheNvidiaRuntime) {
+  for (const auto& scenario : Scenarios()) {
+    for (const auto& o : Render(scenario.input)) {
+      if (o["kind"] != "DaemonSet") continue;
+      const Json& pod = o["spec"]["template"]["spec"];
+      const Json& container = pod["containers"][0];
+      const std::string component = o["metadata"]["labels"][kComponentLabel];
+      EXPECT_FALSE(pod.contains("runtimeClassName")) << scenario.name << " " << Id(o);
+      // Only the NVIDIA runtime reads these; on a node whose default runtime is nvidia they
+      // would make the container fail while no driver is loaded.
+      EXPECT_EQ(EnvValue(container, "NVIDIA_VISIBLE_DEVICES"), std::nullopt) << Id(o);
+      EXPECT_EQ(EnvValue(container, "NVIDIA_DRIVER_CAPABILITIES"), std::nullopt) << Id(o);
+      for (const auto& v : pod["volumes"]) {
+        if (!v.contains("hostPath")) continue;
+        // /run/nvidia is created on the host by the driver alone, so that AMD nodes and nodes
+        // with a host driver get no NVIDIA paths.
+        if (v["hostPath"]["path"] == "/run/nvidia") {
+          EXPECT_EQ(component, "driver") << Id(o);
+        }
+      }
+      if (component == "driver" || component == "runtime" || component == "discovery") continue;
+      // The others find the driver under the host's root, mounted so that a restarted driver
+      // container's new root shows up.
+      const auto [mount, volume] = MountOf(pod, "host-root");
+      ASSERT_FALSE(mount.is_null()) << scenario.name << " " << Id(o);
+      EXPECT_EQ(volume["hostPath"]["path"], "/") << Id(o);
+      EXPECT_EQ(mount["mountPath"], "/host") << Id(o);
+      EXPECT_EQ(mount["readOnly"], true) << Id(o);
+      EXPECT_EQ(mount["mountPropagation"], "HostToContainer") << Id(o);
+      EXPECT_TRUE(HasArg(container, "--host-root=/host")) << Id(o);
+      EXPECT_EQ(container["securityContext"]["privileged"], true) << Id(o);
+    }
+  }
+}
+
+TEST(RenderTest, TheRuntimeClassOnlyWithTheRuntimeComponent) {
+  const std::vector<Json> defaults = Render(Scenarios()[0].input);
+  const Json* runtime_class = Find(defaults, "RuntimeClass/nvidia");
+  ASSERT_NE(runtime_class, nullptr);
+  EXPECT_EQ(runtime_class->at("handler"), "nvidia");
+  EXPECT_EQ(runtime_class->at("metadata").at("labels").at(kManagedByLabel), kManagedByValue);
+  EXPECT_EQ(Find(Render(Scenarios()[2].input), "RuntimeClass/nvidia"), nullptr);
+  PolicySpec no_runtime = DefaultPolicy();
+  no_runtime.components.runtime = false;
+  for (const auto& o : Render({.policy = no_runtime})) {
+    EXPECT_NE(o["kind"], "RuntimeClass") << Id(o);
+  }
+}
+
+TEST(RenderTest, DiscoveryRunsOnUnknownLinuxNodesAndReadsOnlySysfs) {
+  const std::vector<Json> objects = Render(Scenarios()[1].input);
+  const Json* ds = Find(objects, "DaemonSet/gpuop-discovery");
+  ASSERT_NE(ds, nullptr);
+  const Json& pod = ds->at("spec").at("template").at("spec");
+  const Json& container = pod["containers"][0];
+  EXPECT_EQ(pod["nodeSelector"], Json({{"team", "ml"}}));
+  const Json& terms = pod["affinity"]["nodeAffinity"]
+                         ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 1u) << "one term: its expressions are ANDed";
+  EXPECT_EQ(terms[0]["matchExpressions"], Json::parse(R"([
+      {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+      {"key": "gpuop.io/gpu.present", "operator": "DoesNotExist"}])"));
+  EXPECT_EQ(container["command"],
+            Json({"gpuop-agent", "discover-pci", "--sysfs-root=/host/sys", "--label-node"}));
+  ASSERT_EQ(pod["volumes"].size(), 1u);
+  EXPECT_EQ(pod["volumes"][0], Json::parse(R"({"name": "host-sys",
+      "hostPath": {"path": "/sys", "type": "Directory"}})"));
+  EXPECT_EQ(container["volumeMounts"], Json::parse(R"([{"name": "host-sys",
+      "mountPath": "/host/sys", "readOnly": true}])"));
+  EXPECT_EQ(container["securityContext"]["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(container["securityContext"]["runAsUser"], 65532);
+  EXPECT_EQ(container["resources"]["limits"]["memory"], "64Mi");
+  // The tolerations of every component: GPU nodes are often tainted.
+  EXPECT_EQ(pod["tolerations"], Find(objects, "DaemonSet/gpuop-device-plugin")
+                                    ->at("spec")
+                                    .at("template")
+                                    .at("spec")
+                                    .at("tolerations"));
+  const Json* role = Find(objects, "ClusterRole/gpuop-discovery");
+  ASSERT_NE(role, nullptr);
+  EXPECT_EQ(role->at("rules"), Json::parse(R"([{"apiGroups": [""], "resources": ["nodes"],
+      "verbs": ["get", "patch"]}])"));
+  ASSERT_NE(Find(objects, "ClusterRoleBinding/gpuop-discovery"), nullptr);
+  EXPECT_EQ(Find(objects, "ServiceAccount/gpuop-discovery")->at("automountServiceAccountToken"),
+            true);
+
+  // hostNetwork and the API server's address, like every component.
+  const std::vector<Json> host = Render(Scenarios()[3].input);
+  const Json& host_pod =
+      Find(host, "DaemonSet/gpuop-discovery")->at("spec").at("template").at("spec");
+  EXPECT_EQ(host_pod["hostNetwork"], true);
+  EXPECT_EQ(EnvValue(host_pod["containers"][0], "KUBERNETES_SERVICE_HOST"), "127.0.0.1");
+
+  // Off with its switch.
+  EXPECT_EQ(Find(Render(Scenarios()[2].input), "DaemonSet/gpuop-discovery"), nullptr);
+  EXPECT_EQ(Find(Render(Scenarios()[2].input), "ClusterRole/gpuop-discovery"), nullptr);
 }
 
 }  // namespace
