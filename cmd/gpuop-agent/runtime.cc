@@ -17,6 +17,7 @@ struct RuntimeFlags {
   agent::runtime::Options options;
   bool force = false;
   bool keep_running = false;
+  std::string restart_mode = "auto";
 };
 
 [[noreturn]] void Fail(const std::string& what, const absl::Status& status) {
@@ -59,6 +60,13 @@ void AddRuntimeCommand(CLI::App& app) {
                     "nvidia-container-runtime found under --host-root)");
     sub->add_flag("--set-as-default", flags->options.set_as_default,
                   "Make the nvidia handler the default, where there is one");
+    sub->add_option("--restart-mode", flags->restart_mode,
+                    "How containerd or CRI-O loads a changed configuration: systemd (systemctl "
+                    "restart), signal (SIGHUP to containerd, which exits for its supervisor to "
+                    "start it again), none, or auto (systemd where the host booted with it, else "
+                    "signal)")
+        ->check(CLI::IsMember({"auto", "systemd", "signal", "none"}))
+        ->capture_default_str();
   };
   CLI::App* configure = runtime->add_subcommand("configure", "Apply gpuop's settings");
   CLI::App* unconfigure =
@@ -73,8 +81,17 @@ void AddRuntimeCommand(CLI::App& app) {
   auto restarter = [flags] {
     static agent::runtime::SubprocessRunner runner;
     static agent::runtime::KillSignaller signaller;
-    return std::make_unique<agent::runtime::HostRestarter>(
-        agent::runtime::RestartOptions{.host_root = flags->host_root}, runner, signaller);
+    agent::runtime::RestartOptions options{.host_root = flags->host_root};
+    absl::StatusOr<agent::runtime::RestartMode> mode =
+        agent::runtime::ParseRestartMode(flags->restart_mode);
+    if (!mode.ok()) Fail("--restart-mode", mode.status());
+    options.containerd = *mode;
+    // CRI-O takes no signal (its SIGHUP reloads only part of the configuration).
+    if (*mode != agent::runtime::RestartMode::kSignal) options.crio = *mode;
+    if (absl::Status valid = agent::runtime::ValidateRestartOptions(options); !valid.ok()) {
+      Fail("--restart-mode", valid);
+    }
+    return std::make_unique<agent::runtime::HostRestarter>(options, runner, signaller);
   };
   configure->callback([flags, restarter] {
     if (flags->keep_running) common::BlockTerminationSignals();

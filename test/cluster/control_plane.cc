@@ -379,6 +379,11 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
     case Component::kNodeSandbox: {
       std::vector<std::string> argv = {GPUOP_NODE_SANDBOX, "init", "--ready-file",
                                        node_layout_.sandbox_ready.string(), "--private-dev"};
+      if (options_.node_pci_bus != NodePciBus::kMachine) {
+        argv.push_back("--pci-bus");
+        argv.push_back(absl::StrCat(node_layout_.fake_sysfs.string(), "=",
+                                    node_layout_.sysfs_stage.string()));
+      }
       for (const auto& [dir, node_path] : node_layout_.Binds()) {
         argv.push_back("--bind");
         argv.push_back(absl::StrCat(dir.string(), "=", node_path));

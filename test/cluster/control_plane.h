@@ -64,6 +64,16 @@ struct NodeImage {
   std::string ref;  // "localhost/gpuop:0.1.0"
 };
 
+// The PCI bus the real node's /sys shows (profile kNode).
+enum class NodePciBus {
+  kMachine,  // the machine's own
+  // SIMULATED: an HGX H100 board as test/fakes/sysfs's NvidiaHgxNode writes it (8 GPUs at the
+  // bus ids of the fake NVML scenario h100-8x-nvswitch, 4 NVSwitches, a NIC, the BMC's display),
+  // its GPUs unbound as before a driver is installed. The machine's other PCI devices are
+  // hidden from the node.
+  kHgxH100,
+};
+
 struct ControlPlaneOptions {
   Profile profile = Profile::kApiServer;
   // Where etcd, kube-apiserver, ... and kwok-stages/ are; DefaultBinDir() when empty.
@@ -80,6 +90,7 @@ struct ControlPlaneOptions {
   // DefaultImagesDir()/pause.tar unless listed here.
   std::filesystem::path node_bin_dir;
   std::vector<NodeImage> node_images;
+  NodePciBus node_pci_bus = NodePciBus::kHgxH100;
 };
 
 // A real Kubernetes control plane on free loopback ports, with its own PKI, for tests.

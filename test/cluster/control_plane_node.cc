@@ -10,6 +10,7 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "test/cluster/control_plane.h"
+#include "test/fakes/sysfs/presets.h"
 
 namespace gpuop::test {
 namespace {
@@ -34,7 +35,17 @@ absl::Status ControlPlane::PrepareNode() {
           absl::StrCat("node: ", binary, " is missing; run scripts/setup to install it"));
     }
   }
-  return WriteNodeFiles(settings, node_layout_, pki_);
+  GPUOP_RETURN_IF_ERROR(WriteNodeFiles(settings, node_layout_, pki_));
+  if (options_.node_pci_bus == NodePciBus::kHgxH100) {
+    std::error_code ec;
+    fs::remove_all(node_layout_.fake_sysfs, ec);
+    if (!fs::create_directories(node_layout_.fake_sysfs, ec) || ec) {
+      return absl::InternalError(
+          absl::StrCat("node: cannot create ", node_layout_.fake_sysfs.string(), ": ", ec.message()));
+    }
+    (void)fakes::NvidiaHgxNode(node_layout_.fake_sysfs, /*driver_loaded=*/false);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ControlPlane::ImportNodeImages() {

@@ -41,7 +41,9 @@ NodeLayout::NodeLayout(const fs::path& work_dir)
       kubelet_config(root / "kubelet.yaml"),
       kubelet_kubeconfig(root / "kubelet.kubeconfig"),
       resolv_conf(root / "resolv.conf"),
-      sandbox_ready(root / "sandbox.pid") {}
+      sandbox_ready(root / "sandbox.pid"),
+      fake_sysfs(root / "sysfs"),
+      sysfs_stage(root / "sysfs-stage") {}
 
 std::vector<std::pair<fs::path, std::string>> NodeLayout::Binds() const {
   return {{etc_containerd, "/etc/containerd"},

@@ -48,6 +48,10 @@ struct NodeLayout {
   std::filesystem::path kubelet_kubeconfig;  // system:node:localhost
   std::filesystem::path resolv_conf;         // the kubelet's resolvConf: loopback only
   std::filesystem::path sandbox_ready;       // the sandbox's first PID, once mounted
+  // The node's SIMULATED PCI bus (NodePciBus): a fake sysfs tree, and the tmpfs the sandbox
+  // assembles the node's /sys/bus and /sys/devices on.
+  std::filesystem::path fake_sysfs;
+  std::filesystem::path sysfs_stage;
 
   // The containerd socket as the machine reaches it, and as the node sees it.
   std::filesystem::path ContainerdSocket() const;

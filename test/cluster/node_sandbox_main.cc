@@ -1,6 +1,7 @@
 // gpuop-node-sandbox: the namespaces a real test node lives in.
 //
 //   gpuop-node-sandbox init --ready-file F [--bind HOST_DIR=NODE_PATH]... [--private-dev]
+//                           [--pci-bus FAKE_SYSFS=STAGE_DIR]
 //   gpuop-node-sandbox exec --init-pid PID [--restart-always] -- PROGRAM [ARG]...
 //
 // `init` makes a private mount namespace (everything private, then shared again so that
@@ -12,6 +13,13 @@
 // once everything is mounted. When that process ends, the kernel kills every process left in
 // the namespace (containers and shims included), and the mounts vanish with the last of them:
 // a stopped, failed or killed node leaves nothing behind.
+//
+// --pci-bus gives the node a SIMULATED PCI bus: FAKE_SYSFS is a fake sysfs tree (bus/pci and the
+// devices/pci<domain>:<bus> directories its devices live in, as test/fakes/sysfs writes them).
+// Inside the node, /sys/bus/pci is that tree's, and its device directories join the machine's
+// own in /sys/devices, so the fake's relative links (bus/pci/devices/X ->
+// ../../../devices/pci0000:18/X) resolve as they do on a real node. Everything else in /sys
+// (cgroups, CPUs, NUMA nodes, other buses) stays the machine's. Built on a tmpfs at STAGE_DIR.
 //
 // `exec` runs PROGRAM inside those namespaces (containerd and the kubelet), forwarding SIGTERM,
 // SIGINT and SIGHUP to it and exiting as it exits. The program is killed if this process dies.
@@ -26,9 +34,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -48,7 +58,7 @@ namespace {
 void Usage() {
   std::fprintf(stderr,
                "usage: gpuop-node-sandbox init --ready-file F [--bind HOST_DIR=NODE_PATH]... "
-               "[--private-dev]\n"
+               "[--private-dev] [--pci-bus FAKE_SYSFS=STAGE_DIR]\n"
                "       gpuop-node-sandbox exec --init-pid PID [--restart-always] -- PROGRAM "
                "[ARG]...\n");
 }
@@ -103,6 +113,66 @@ void PrivateDev() {
                             {"/proc/self/fd/2", "/dev/stderr"}};
   for (const auto& link : links) {
     if (symlink(link[0], link[1]) != 0) Die(std::string("symlink ") + link[1]);
+  }
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(d);
+  return names;
+}
+
+// Fills `stage` (a directory on a tmpfs) with `real`'s entries, each bound from `real`, and
+// `fake`'s, each bound from `fake`; on a name both have, a directory is merged one level further
+// down while `depth` allows, and otherwise `fake`'s wins. Only directories are taken: the top
+// levels of sysfs hold nothing else.
+void Merge(const std::string& real, const std::string& fake, const std::string& stage,
+           int depth) {
+  std::set<std::string> names;
+  for (const std::string& n : Entries(real)) names.insert(n);
+  for (const std::string& n : Entries(fake)) names.insert(n);
+  for (const std::string& name : names) {
+    const std::string r = real + "/" + name, f = fake + "/" + name, target = stage + "/" + name;
+    const bool in_real = IsDir(r), in_fake = IsDir(f);
+    if (!in_real && !in_fake) continue;
+    if (mkdir(target.c_str(), 0755) != 0) Die("mkdir " + target);
+    if (in_real && in_fake && depth > 0) {
+      Merge(r, f, target, depth - 1);
+    } else {
+      Mount((in_fake ? f : r).c_str(), target, nullptr, MS_BIND | MS_REC);
+    }
+  }
+}
+
+// /sys/bus and /sys/devices with the fake PCI bus of `fake` (see --pci-bus above).
+void SimulatedPciBus(const std::string& fake, const std::string& stage) {
+  for (const char* dir : {"bus/pci", "devices"}) {
+    if (!IsDir(fake + "/" + dir)) {
+      errno = ENOENT;
+      Die("--pci-bus: " + fake + "/" + dir);
+    }
+  }
+  MakeDirs(stage);
+  Mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m");
+  for (const char* top : {"bus", "devices"}) {
+    const std::string target = stage + "/" + top;
+    if (mkdir(target.c_str(), 0755) != 0) Die("mkdir " + target);
+    // bus/<name>: the fake's pci replaces the machine's; devices/<root bus>: the fake's join.
+    Merge(std::string("/sys/") + top, fake + "/" + top, target, 0);
+  }
+  for (const char* top : {"bus", "devices"}) {
+    Mount((stage + "/" + top).c_str(), std::string("/sys/") + top, nullptr, MS_BIND | MS_REC);
   }
 }
 
@@ -169,6 +239,7 @@ int Init(int argc, char** argv) {
   std::string ready_file;
   std::vector<std::pair<std::string, std::string>> binds;
   bool private_dev = false;
+  std::string fake_sysfs, sysfs_stage;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--ready-file" && i + 1 < argc) {
@@ -184,6 +255,16 @@ int Init(int argc, char** argv) {
       binds.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
     } else if (arg == "--private-dev") {
       private_dev = true;
+    } else if (arg == "--pci-bus" && i + 1 < argc) {
+      const std::string spec = argv[++i];
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || spec[0] != '/' || spec[eq + 1] != '/') {
+        std::fprintf(stderr, "gpuop-node-sandbox: --pci-bus %s: want FAKE_SYSFS=STAGE_DIR\n",
+                     spec.c_str());
+        return 2;
+      }
+      fake_sysfs = spec.substr(0, eq);
+      sysfs_stage = spec.substr(eq + 1);
     } else {
       Usage();
       return 2;
@@ -202,6 +283,7 @@ int Init(int argc, char** argv) {
     Mount(host.c_str(), node, nullptr, MS_BIND | MS_REC);
   }
   if (private_dev) PrivateDev();
+  if (!fake_sysfs.empty()) SimulatedPciBus(fake_sysfs, sysfs_stage);
   // New peer groups of this namespace's own: propagation works inside, never to the machine.
   Mount(nullptr, "/", nullptr, MS_REC | MS_SHARED);
   if (unshare(CLONE_NEWPID) != 0) Die("unshare(CLONE_NEWPID)");

@@ -22,6 +22,12 @@ int main(int argc, char** argv) {
   app.add_option("--image", images,
                  "node: ARCHIVE=REF imports an OCI archive into the node's containerd (the pause "
                  "image is imported from the build's images/ by default)");
+  std::string pci_bus = "hgx-h100";
+  app.add_option("--pci-bus", pci_bus,
+                 "node: hgx-h100 (a SIMULATED HGX H100 board, matching the fake NVML scenario "
+                 "h100-8x-nvswitch) or machine (this machine's own PCI bus)")
+      ->check(CLI::IsMember({"hgx-h100", "machine"}))
+      ->capture_default_str();
   app.add_option("--work-dir", work_dir,
                  "State directory (kept on exit); a temporary one if unset");
   CLI11_PARSE(app, argc, argv);
@@ -47,7 +53,11 @@ int main(int argc, char** argv) {
     node_images.push_back({.archive = image.substr(0, eq), .ref = image.substr(eq + 1)});
   }
   auto cp = gpuop::test::ControlPlane::Start(
-      {.profile = *profile, .work_dir = work_dir, .node_images = std::move(node_images)});
+      {.profile = *profile,
+       .work_dir = work_dir,
+       .node_images = std::move(node_images),
+       .node_pci_bus = pci_bus == "machine" ? gpuop::test::NodePciBus::kMachine
+                                            : gpuop::test::NodePciBus::kHgxH100});
   if (!cp.ok()) {
     std::fprintf(stderr, "%s\n", cp.status().ToString().c_str());
     return 1;

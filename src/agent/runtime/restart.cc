@@ -57,6 +57,12 @@ RestartMode ModeOf(const RestartOptions& options, Runtime runtime) {
 
 bool IsHostRoot(const fs::path& root) { return root.lexically_normal() == "/"; }
 
+// sd_booted(3): systemd runs as the host's init when /run/systemd/system is a directory.
+bool SystemdBooted(const fs::path& host_root) {
+  std::error_code ec;
+  return fs::is_directory(host_root / "run/systemd/system", ec);
+}
+
 }  // namespace
 
 absl::Status SubprocessRunner::Run(const std::vector<std::string>& argv, absl::Duration timeout) {
@@ -134,9 +140,32 @@ absl::Status ValidateRestartOptions(const RestartOptions& options) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<RestartMode> ParseRestartMode(const std::string& text) {
+  if (text == "auto") return RestartMode::kAuto;
+  if (text == "systemd") return RestartMode::kSystemd;
+  if (text == "signal") return RestartMode::kSignal;
+  if (text == "none") return RestartMode::kNone;
+  return absl::InvalidArgumentError(
+      absl::StrCat("restart mode \"", text, "\": want auto, systemd, signal or none"));
+}
+
 absl::StatusOr<std::string> HostRestarter::Restart(Runtime runtime) {
   const Daemon daemon = DaemonOf(runtime);
-  switch (ModeOf(options_, runtime)) {
+  RestartMode mode = ModeOf(options_, runtime);
+  if (mode == RestartMode::kAuto) {
+    if (SystemdBooted(options_.host_root)) {
+      mode = RestartMode::kSystemd;
+    } else if (runtime == Runtime::kCrio) {
+      return absl::FailedPreconditionError(
+          "crio: the host was not booted with systemd and CRI-O does not reload its runtimes on "
+          "SIGHUP; restart it yourself (restart mode none)");
+    } else {
+      mode = RestartMode::kSignal;
+    }
+  }
+  switch (mode) {
+    case RestartMode::kAuto:
+      break;
     case RestartMode::kNone:
       return std::string("no restart (restart mode none)");
     case RestartMode::kSystemd:
@@ -178,7 +207,8 @@ absl::StatusOr<std::string> HostRestarter::SignalDaemon(Runtime runtime) {
                         absl::StrCat("signal ", daemon.comm, ": ", status.message()));
   }
   if (runtime == Runtime::kContainerd) {
-    return absl::StrCat("restarted containerd (SIGHUP to pid ", pid, "; systemd starts it again)");
+    return absl::StrCat("restarted containerd (SIGHUP to pid ", pid,
+                        "; its supervisor starts it again)");
   }
   return absl::StrCat("reloaded ", daemon.comm, " (SIGHUP to pid ", pid, ")");
 }

@@ -72,7 +72,14 @@ enum class RestartMode {
   kSignal,
   // Nothing; the operator restarts the runtime.
   kNone,
+  // kSystemd where the host was booted with systemd (<host_root>/run/systemd/system is a
+  // directory, sd_booted(3)'s test), kSignal otherwise: a node whose runtime another supervisor
+  // keeps running. CRI-O without systemd is an error (see kSignal).
+  kAuto,
 };
+
+// "auto", "systemd", "signal" or "none"; InvalidArgument naming the value otherwise.
+[[nodiscard]] absl::StatusOr<RestartMode> ParseRestartMode(const std::string& text);
 
 struct RestartOptions {
   // Where the host's root is mounted. Not "/" means the agent runs in a container: systemctl runs
@@ -82,8 +89,8 @@ struct RestartOptions {
   std::filesystem::path proc_root = "/proc";
   // Per runtime. CRI-O re-reads only part of its configuration on SIGHUP, so it takes kSystemd
   // or kNone.
-  RestartMode containerd = RestartMode::kSystemd;
-  RestartMode crio = RestartMode::kSystemd;
+  RestartMode containerd = RestartMode::kAuto;
+  RestartMode crio = RestartMode::kAuto;
   RestartMode docker = RestartMode::kSignal;
   std::filesystem::path chroot_binary = "/usr/sbin/chroot";
   absl::Duration command_timeout = absl::Minutes(2);

@@ -70,8 +70,11 @@ TEST(RuntimeRestartTest, SocketPeerPidErrors) {
 TEST(RuntimeRestartTest, SystemdModeRunsSystemctlInTheHostRoot) {
   RecordingRunner runner;
   RecordingSignaller signaller;
-  HostRestarter restarter({.host_root = "/host", .docker = RestartMode::kSystemd}, runner,
-                          signaller);
+  HostRestarter restarter({.host_root = "/host",
+                           .containerd = RestartMode::kSystemd,
+                           .crio = RestartMode::kSystemd,
+                           .docker = RestartMode::kSystemd},
+                          runner, signaller);
   EXPECT_EQ(*restarter.Restart(Runtime::kContainerd), "restarted containerd (systemctl)");
   EXPECT_EQ(*restarter.Restart(Runtime::kCrio), "restarted crio (systemctl)");
   EXPECT_EQ(*restarter.Restart(Runtime::kDocker), "reloaded docker (systemctl)");
@@ -87,7 +90,8 @@ TEST(RuntimeRestartTest, SystemctlFailureIsReported) {
   RecordingRunner runner;
   runner.result = absl::UnavailableError("exited with code 1");
   RecordingSignaller signaller;
-  HostRestarter restarter({.host_root = "/host"}, runner, signaller);
+  HostRestarter restarter({.host_root = "/host", .containerd = RestartMode::kSystemd}, runner,
+                          signaller);
   const absl::StatusOr<std::string> result = restarter.Restart(Runtime::kContainerd);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
@@ -107,7 +111,7 @@ TEST(RuntimeRestartTest, SignalModeSendsSighupToTheSocketsOwner) {
   const absl::StatusOr<std::string> result = restarter.Restart(Runtime::kContainerd);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(*result, absl::StrCat("restarted containerd (SIGHUP to pid ", getpid(),
-                                  "; systemd starts it again)"));
+                                  "; its supervisor starts it again)"));
   EXPECT_THAT(signaller.signals, ElementsAre(Pair(getpid(), SIGHUP)));
   EXPECT_TRUE(runner.commands.empty());
 }
@@ -139,6 +143,39 @@ TEST(RuntimeRestartTest, SignalModeNeverSignalsAnotherProcess) {
   result = restarter.Restart(Runtime::kDocker);
   EXPECT_THAT(Message(result.status()), HasSubstr("several processes named dockerd"));
   EXPECT_EQ(signaller.signals.size(), 1u);
+}
+
+TEST(RuntimeRestartTest, AutoModeUsesSystemdOnlyWhereTheHostBootedWithIt) {
+  TempRoot root;
+  TempRoot proc;
+  UnixListener listener(root / "/run/containerd/containerd.sock");
+  PutComm(proc, getpid(), "containerd");
+  RecordingRunner runner;
+  RecordingSignaller signaller;
+  HostRestarter restarter({.host_root = root.path(), .proc_root = proc.path()}, runner, signaller);
+  // No /run/systemd/system: containerd gets SIGHUP; CRI-O cannot be restarted that way.
+  absl::StatusOr<std::string> result = restarter.Restart(Runtime::kContainerd);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(*result, HasSubstr("SIGHUP"));
+  EXPECT_THAT(signaller.signals, ElementsAre(Pair(getpid(), SIGHUP)));
+  result = restarter.Restart(Runtime::kCrio);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(result.status()), HasSubstr("not booted with systemd"));
+  EXPECT_TRUE(runner.commands.empty());
+  // Booted with systemd: systemctl, and no more signals.
+  root.Put("/run/systemd/system/.keep", "");
+  EXPECT_EQ(*restarter.Restart(Runtime::kContainerd), "restarted containerd (systemctl)");
+  EXPECT_EQ(*restarter.Restart(Runtime::kCrio), "restarted crio (systemctl)");
+  EXPECT_EQ(runner.commands.size(), 2u);
+  EXPECT_EQ(signaller.signals.size(), 1u);
+}
+
+TEST(RuntimeRestartTest, ParsesRestartModes) {
+  EXPECT_EQ(*ParseRestartMode("auto"), RestartMode::kAuto);
+  EXPECT_EQ(*ParseRestartMode("systemd"), RestartMode::kSystemd);
+  EXPECT_EQ(*ParseRestartMode("signal"), RestartMode::kSignal);
+  EXPECT_EQ(*ParseRestartMode("none"), RestartMode::kNone);
+  EXPECT_THAT(Message(ParseRestartMode("reboot").status()), HasSubstr("\"reboot\""));
 }
 
 TEST(RuntimeRestartTest, NoneModeDoesNothing) {

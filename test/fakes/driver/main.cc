@@ -7,7 +7,7 @@
 //
 // Flags: --root, --dev-root, --driver-root, --run-dir, --lib-dir, --proc, --publish
 // (nvidia_driver.h). The real container's init flags -a/--accept-license and -m/--max-threads are
-// accepted and ignored. Environment: GPUOP_FAKE_NVML_SCENARIO, NODE_NAME.
+// accepted and ignored. Environment: GPUOP_SIMULATED_DRIVER_SCENARIO, NODE_NAME.
 
 #include <cstdio>
 #include <cstdlib>
@@ -120,7 +120,7 @@ int DriverCommand(const std::string& command, const std::vector<std::string>& ar
           absl::StrCat("--publish: expected auto, rbind or tree, got \"", it->second, "\""));
     }
   }
-  options.scenario = Env("GPUOP_FAKE_NVML_SCENARIO");
+  options.scenario = Env("GPUOP_SIMULATED_DRIVER_SCENARIO");
   options.node_name = Env("NODE_NAME");
   return command == "init" ? gpuop::fakedriver::RunInit(options)
                            : gpuop::fakedriver::RunUninit(options);

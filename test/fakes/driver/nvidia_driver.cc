@@ -177,7 +177,7 @@ absl::StatusOr<std::string> ResolveScenario(const std::string& value, const std:
   }
   const std::string preset = absl::StrCat(lib_dir, "/scenarios/", name, ".yaml");
   if (access(preset.c_str(), R_OK) != 0) {
-    return absl::NotFoundError(absl::StrCat("GPUOP_FAKE_NVML_SCENARIO: no preset \"", name,
+    return absl::NotFoundError(absl::StrCat("GPUOP_SIMULATED_DRIVER_SCENARIO: no preset \"", name,
                                             "\" (looked for ", preset, ")"));
   }
   return preset;

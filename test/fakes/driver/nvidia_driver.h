@@ -26,7 +26,7 @@ struct Options {
   std::string lib_dir = "/usr/share/gpuop-simulated/lib";  // --lib-dir: the fakes and presets
   std::string proc = "/proc";                              // --proc: where to look for holders
   Publish publish = Publish::kAuto;                        // --publish auto|rbind|tree
-  std::string scenario;   // GPUOP_FAKE_NVML_SCENARIO; empty: the default
+  std::string scenario;   // GPUOP_SIMULATED_DRIVER_SCENARIO; empty: the default
   std::string node_name;  // NODE_NAME
 };
 

@@ -107,7 +107,7 @@ class NvidiaDriverTest : public ::testing::Test {
   }
   std::vector<std::string> Env(const std::string& scenario = "h100-8x-nvswitch") const {
     return {"PATH=/usr/bin:/bin", "NODE_NAME=node-a",
-            absl::StrCat("GPUOP_FAKE_NVML_SCENARIO=", scenario)};
+            absl::StrCat("GPUOP_SIMULATED_DRIVER_SCENARIO=", scenario)};
   }
 
   // Starts `program` with `args` and exactly `env`; its output goes to files in the test's
