@@ -79,6 +79,15 @@ std::string DriverRoot(const Flags& flags) {
   return std::filesystem::is_directory(container, ec) ? "/run/nvidia/driver" : "/";
 }
 
+// Where the NVIDIA device nodes are, as the host sees them: a driver container's own /dev under
+// its root (the nodes it creates are not in the host's /dev; NVIDIA's toolkit takes the driver
+// root as the device root there too), else --dev-root.
+std::string NvidiaDevRoot(const Flags& flags) {
+  const std::string driver_root = DriverRoot(flags);
+  if (driver_root == "/" || flags.hardware.dev_root != "/dev") return flags.hardware.dev_root;
+  return (std::filesystem::path(driver_root) / "dev").string();
+}
+
 // Writes every vendor's spec; returns the number of failures.
 int GenerateOnce(const Flags& command_flags) {
   const Flags* flags = &command_flags;
@@ -97,7 +106,7 @@ int GenerateOnce(const Flags& command_flags) {
     if (accelerator->vendor() == hw::Vendor::kNvidia) {
       agent::cdi::NvidiaCdiOptions options;
       options.driver.driver_root = DriverRoot(*flags);
-      options.dev_root = flags->hardware.dev_root;
+      options.dev_root = NvidiaDevRoot(*flags);
       options.hook_path = hook_path;
       options.files = files;
       generator = std::make_unique<agent::cdi::NvidiaCdiGenerator>(options);
@@ -187,7 +196,7 @@ void AddCdiCommand(CLI::App& app) {
     auto fingerprint = [&flags] {
       agent::cdi::DriverFilesOptions driver;
       driver.driver_root = DriverRoot(*flags);
-      return agent::cdi::DriverFingerprint(Files(*flags), driver, flags->hardware.dev_root);
+      return agent::cdi::DriverFingerprint(Files(*flags), driver, NvidiaDevRoot(*flags));
     };
     const int poll_ticks = std::max(1, flags->driver_poll_seconds * 10);
     while (!stopping) {

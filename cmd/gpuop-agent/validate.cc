@@ -33,6 +33,48 @@ std::string CudaLibrary(const HardwareFlags& hardware, const std::string& flag) 
   return library;
 }
 
+// The node's accelerators, opened again at each attempt until one answers: the validator
+// usually starts before the driver container has published the driver.
+class Accelerators {
+ public:
+  explicit Accelerators(HardwareFlags flags) : flags_(std::move(flags)) {}
+  std::vector<hw::Accelerator*> Get() {
+    if (open_.empty()) open_ = OpenAccelerators(flags_);
+    std::vector<hw::Accelerator*> raw;
+    for (auto& a : open_) raw.push_back(a.get());
+    return raw;
+  }
+
+ private:
+  HardwareFlags flags_;
+  std::vector<std::unique_ptr<hw::Accelerator>> open_;
+};
+
+// Until every ready file of `checks` exists in `status_dir` (or SIGTERM): 0 when they do, 1
+// naming the first missing one when `wait` is false.
+[[noreturn]] void Probe(const std::vector<std::string>& checks, const std::string& status_dir,
+                        bool wait) {
+  if (wait) common::BlockTerminationSignals();
+  std::string reported;
+  while (true) {
+    std::string missing;
+    for (const std::string& check : checks) {
+      const std::filesystem::path ready = std::filesystem::path(status_dir) / (check + "-ready");
+      std::error_code ec;
+      if (!std::filesystem::exists(ready, ec)) {
+        missing = absl::StrCat(check, " has not passed (no ", ready.string(), ")");
+        break;
+      }
+    }
+    if (missing.empty()) std::exit(0);
+    if (missing != reported) std::fprintf(stderr, "validate: %s\n", missing.c_str());
+    std::fflush(stderr);
+    reported = missing;
+    if (!wait) std::exit(1);
+    if (common::TerminationSignalPending(absl::Seconds(2))) std::exit(1);
+  }
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app) {
@@ -46,6 +88,7 @@ void AddValidateCommand(CLI::App& app) {
     int timeout_seconds = 1800;
     bool keep_running = false;
     bool probe = false;
+    bool wait = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -72,22 +115,13 @@ void AddValidateCommand(CLI::App& app) {
   sub->add_flag("--probe", flags->probe,
                 "Only check that the ready files of --checks exist (a readiness probe): exit 0 "
                 "when they all do, 1 naming the first missing one");
+  sub->add_flag("--wait", flags->wait,
+                "With --probe: wait until the ready files exist (an init container), exit 1 on "
+                "SIGTERM");
   sub->add_flag("--keep-running", flags->keep_running,
                 "After passing, stay up until SIGTERM (a DaemonSet's main container)");
   sub->callback([flags] {
-    if (flags->probe) {
-      for (const std::string& check : flags->checks) {
-        const std::filesystem::path ready =
-            std::filesystem::path(flags->status_dir) / (check + "-ready");
-        std::error_code ec;
-        if (!std::filesystem::exists(ready, ec)) {
-          std::fprintf(stderr, "validate: %s has not passed (no %s)\n", check.c_str(),
-                       ready.c_str());
-          std::exit(1);
-        }
-      }
-      std::exit(0);
-    }
+    if (flags->probe) Probe(flags->checks, flags->status_dir, flags->wait);
     common::BlockTerminationSignals();
     const std::set<std::string> wanted(flags->checks.begin(), flags->checks.end());
     if (wanted.contains("device-plugin") && flags->node_name.empty()) {
@@ -96,9 +130,7 @@ void AddValidateCommand(CLI::App& app) {
                    "the Node's allocatable resources\n");
       std::exit(2);
     }
-    auto accelerators = OpenAccelerators(flags->hardware);
-    std::vector<hw::Accelerator*> raw;
-    for (auto& a : accelerators) raw.push_back(a.get());
+    auto accelerators = std::make_shared<Accelerators>(flags->hardware);
 
     std::unique_ptr<kube::Client> client;
     std::unique_ptr<agent::NodeValidationWriter> writer;
@@ -114,14 +146,24 @@ void AddValidateCommand(CLI::App& app) {
     }
     std::vector<agent::ValidationCheck> checks;
     for (const std::string& name : flags->checks) {
-      if (name == "driver") checks.push_back(agent::DriverCheck(raw));
+      // Each attempt checks the accelerators open then (opening them if none were yet).
+      if (name == "driver") {
+        checks.push_back(
+            {name, [accelerators] { return agent::DriverCheck(accelerators->Get()).run(); }});
+      }
       if (name == "cuda") {
-        checks.push_back(agent::CudaCheck(
-            raw, {.library_path = CudaLibrary(flags->hardware, flags->cuda_library)}));
+        checks.push_back({name, [accelerators, flags] {
+                            return agent::CudaCheck(accelerators->Get(),
+                                                    {.library_path = CudaLibrary(
+                                                         flags->hardware, flags->cuda_library)})
+                                .run();
+                          }});
       }
       if (name == "device-plugin") {
-        checks.push_back(
-            agent::DevicePluginCheck(raw, agent::NodeAllocatable(*client, flags->node_name)));
+        agent::AllocatableReader allocatable = agent::NodeAllocatable(*client, flags->node_name);
+        checks.push_back({name, [accelerators, allocatable] {
+                            return agent::DevicePluginCheck(accelerators->Get(), allocatable).run();
+                          }});
       }
     }
     bool written = true;

@@ -21,6 +21,12 @@ void BlockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+bool TerminationSignalPending(absl::Duration timeout) {
+  const sigset_t set = TerminationSignals();
+  const timespec wait = absl::ToTimespec(timeout);
+  return sigtimedwait(&set, nullptr, &wait) > 0;
+}
+
 int WaitForTerminationSignal() {
   const sigset_t set = TerminationSignals();
   int sig = 0;

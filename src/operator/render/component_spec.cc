@@ -72,6 +72,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}}};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's GFD is privileged too)
+      s.waits_for_driver = c.validator;
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
       break;
     case Component::kRuntime:
@@ -107,6 +108,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.mounts = {kDevicePlugins, kHostRoot, kRunGpuop};
       s.rules = {kReadNodes};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's device plugin too)
+      s.waits_for_driver = c.validator;
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
       break;
     case Component::kHealth:
@@ -116,6 +118,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus, kWriteEvents};
       s.privileged = true;  // waits for XID events on the GPUs' device nodes
+      s.waits_for_driver = c.validator;
       break;
     case Component::kExporter:
       s.command = Agent({"exporter", kHostRootFlag, absl::StrCat("--listen=:", c.exporter_port),
@@ -123,6 +126,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                          "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
       s.mounts = {kPodResources, kHostRoot};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's dcgm-exporter is privileged)
+      s.waits_for_driver = c.validator;
       s.ports = {{{"name", "metrics"}, {"containerPort", c.exporter_port}, {"protocol", "TCP"}}};
       s.readiness_probe = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
                            {"periodSeconds", 10}};
@@ -150,6 +154,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                  {{""}, {"pods"}, {"get", "list", "watch"}},
                  kWriteEvents};
       s.privileged = true;  // MIG reconfiguration needs CAP_SYS_ADMIN on the GPUs
+      s.waits_for_driver = c.validator;
       s.config_maps = {
           {c.mig_config.empty() ? "gpuop-mig-config" : c.mig_config, "/etc/gpuop/mig"}};
       break;
@@ -159,6 +164,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                          "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
       s.mounts = {kPodResources, kHostRoot};
       s.privileged = true;  // setting power limits needs root on the GPUs
+      s.waits_for_driver = c.validator;
       break;
     case Component::kDriver:
       break;  // DriverSpecFor

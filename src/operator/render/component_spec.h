@@ -62,6 +62,12 @@ struct ComponentSpec {
   // Replaces the default resources (a small request and memory_limit) when set.
   std::optional<ResourceRequirements> resources;
   bool on_delete = false;  // updateStrategy OnDelete (the driver: upgrades go node by node)
+  // Starts only once the validator's driver check passed on the node: an init container waits
+  // for /run/gpuop/validations/driver-ready, as NVIDIA's operands wait for their validations, so
+  // the component opens NVML once the driver answers (and the device files exist) instead of
+  // finding no GPU at its start. Only while the validator component is enabled (nothing else
+  // writes that file).
+  bool waits_for_driver = false;
   std::map<std::string, std::string> extra_node_selector;
 };
 

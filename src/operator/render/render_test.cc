@@ -312,6 +312,39 @@ TEST(RenderTest, DisabledComponentsAreNotRendered) {
   EXPECT_TRUE(mounts_user_config);
 }
 
+// The GPU clients start once the validator saw the driver answer; the driver, the runtime, CDI,
+// the validator and discovery do not wait; without a validator nothing waits (nothing would
+// write the file).
+TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
+  const std::set<std::string> waiting = {"gpuop-labels", "gpuop-device-plugin", "gpuop-health",
+                                         "gpuop-exporter", "gpuop-mig-manager",
+                                         "gpuop-power-manager"};
+  std::set<std::string> seen;
+  for (const Json& o : Render(Scenarios()[1].input)) {
+    if (o["kind"] != "DaemonSet") continue;
+    const std::string name = o["metadata"]["name"];
+    const Json& pod = o["spec"]["template"]["spec"];
+    const bool waits = pod.contains("initContainers");
+    EXPECT_EQ(waits, waiting.contains(name)) << name;
+    if (!waits) continue;
+    seen.insert(name);
+    const Json& init = pod["initContainers"][0];
+    EXPECT_EQ(init["command"], Json({"gpuop-agent", "validate", "--probe", "--wait",
+                                     "--checks=driver", "--status-dir=/run/gpuop/validations"}));
+    EXPECT_EQ(init["volumeMounts"][0]["mountPath"], "/run/gpuop") << name;
+    bool has_volume = false;
+    for (const Json& v : pod["volumes"]) has_volume = has_volume || v["name"] == "run-gpuop";
+    EXPECT_TRUE(has_volume) << name;
+  }
+  EXPECT_EQ(seen, waiting) << "the scenario enables every component";
+  RenderInput no_validator = Scenarios()[1].input;
+  no_validator.policy.components.validator = false;
+  for (const Json& o : Render(no_validator)) {
+    if (o["kind"] != "DaemonSet") continue;
+    EXPECT_FALSE(o["spec"]["template"]["spec"].contains("initContainers")) << Id(o);
+  }
+}
+
 TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {
   const std::vector<Json> objects = Render(Scenarios()[1].input);
   const Json* pool = Find(objects, "DaemonSet/gpuop-driver-h100");

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -202,8 +203,14 @@ int RunInit(const Options& options) {
     return Fail(absl::Status(scenario.status().code(),
                              absl::StrCat("scenario ", *path, ": ", scenario.status().message())));
   }
-  absl::StatusOr<std::string> embedded =
-      fakenvml::MakeEmbeddedScenario(*text, *path, options.node_name, options.dev_root);
+  // The nodes this init creates stand for the kernel module's; the library finds them relative
+  // to itself, wherever the driver root is mounted (README.md, "Device nodes").
+  const std::string module_nodes =
+      std::filesystem::path(options.dev_root)
+          .lexically_relative(std::filesystem::path(options.root) / kLibraryDir)
+          .string();
+  absl::StatusOr<std::string> embedded = fakenvml::MakeEmbeddedScenario(
+      *text, *path, options.node_name, options.dev_root, module_nodes);
   if (!embedded.ok()) return Fail(embedded.status());
   const std::string& version = scenario->driver_version;
 

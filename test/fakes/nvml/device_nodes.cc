@@ -27,15 +27,50 @@ int OpenNode(const std::string& path, bool need_device) {
   return fd;
 }
 
-}  // namespace
-
-absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
-                                            const std::vector<GpuSpec>& gpus) {
+std::string Prefix(const std::string& dir) {
   absl::string_view base = dir;
   while (base.size() > 1 && absl::ConsumeSuffix(&base, "/")) {
   }
-  const bool need_device = base == "/dev";
-  const std::string prefix = base == "/" ? "/" : absl::StrCat(base, "/");
+  return base == "/" ? "/" : absl::StrCat(base, "/");
+}
+
+// Creates in `prefix` the nodes `module` has (nvidiactl, nvidia<minor> for `gpus`, nvidia-uvm)
+// and `prefix` lacks, keeping only those this process can open.
+void CreateMissingNodes(const std::string& prefix, const std::string& module,
+                        const std::vector<GpuSpec>& gpus) {
+  std::vector<std::string> names = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"};
+  for (const GpuSpec& gpu : gpus) names.push_back(absl::StrCat("nvidia", gpu.minor_number));
+  for (const std::string& name : names) {
+    struct stat source {};
+    const std::string target = prefix + name;
+    if (stat((module + name).c_str(), &source) != 0 || !S_ISCHR(source.st_mode)) continue;
+    struct stat existing {};
+    if (lstat(target.c_str(), &existing) == 0) continue;
+    if (mknod(target.c_str(), S_IFCHR | 0666, source.st_rdev) != 0) continue;
+    chmod(target.c_str(), 0666);
+    const int fd = open(target.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+      unlink(target.c_str());
+      continue;
+    }
+    close(fd);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
+                                            const std::vector<GpuSpec>& gpus,
+                                            const std::string& module_dir) {
+  const std::string prefix = Prefix(dir);
+  const bool need_device = prefix == "/dev/";
+  if (!module_dir.empty() && geteuid() == 0) {
+    const std::string module = Prefix(module_dir);
+    struct stat control {};
+    if (module != prefix && stat((module + "nvidiactl").c_str(), &control) == 0) {
+      CreateMissingNodes(prefix, module, gpus);
+    }
+  }
   OpenedNodes nodes;
   const std::string control = prefix + "nvidiactl";
   const int control_fd = OpenNode(control, need_device);

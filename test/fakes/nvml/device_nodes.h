@@ -26,8 +26,16 @@ struct OpenedNodes {
 // FailedPrecondition (NVML_ERROR_DRIVER_NOT_LOADED) when <dir>/nvidiactl is missing or is not a
 // device node where one is required; PermissionDenied (NVML_ERROR_NO_PERMISSION) when it exists
 // but cannot be opened for lack of permission. A GPU whose node does not open is not visible.
+//
+// `module_dir` (absolute; empty: none) holds the SIMULATED kernel module's nodes. When its
+// nvidiactl exists the module counts as loaded, and a root process first gets the nodes of
+// `module_dir` that <dir> lacks: each is created with the module's device number and mode 0666,
+// as the real user-space driver creates device files when run as root, and removed again when it
+// cannot be opened (a container's device cgroup forbids it), so nothing is left that the process
+// could not use. Non-root processes get nothing created.
 absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
-                                            const std::vector<GpuSpec>& gpus);
+                                            const std::vector<GpuSpec>& gpus,
+                                            const std::string& module_dir = "");
 
 // Closes and clears `fds`.
 void CloseDeviceNodes(std::vector<int>& fds);

@@ -58,6 +58,13 @@ absl::StatusOr<std::string> ScenarioPath(const std::string& value) {
   return preset;
 }
 
+// A scenario's module_device_nodes as an absolute path: relative ones are taken from the
+// directory this library was loaded from.
+std::string ModuleDir(const std::string& value) {
+  if (value.empty() || absl::StartsWith(value, "/")) return value;
+  return absl::StrCat(LibraryDir(), "/", value);
+}
+
 }  // namespace
 
 Driver& Driver::Get() {
@@ -105,7 +112,8 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
   GPUOP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(&origin));
   if (!scenario.device_nodes.empty()) {
     GPUOP_ASSIGN_OR_RETURN(OpenedNodes nodes,
-                           OpenDeviceNodes(scenario.device_nodes, scenario.gpus));
+                           OpenDeviceNodes(scenario.device_nodes, scenario.gpus,
+                                           ModuleDir(scenario.module_device_nodes)));
     device_fds_ = std::move(nodes.fds);
     scenario = VisibleSubset(scenario, nodes.visible);
   }

@@ -16,7 +16,8 @@ absl::Status Prefixed(absl::string_view origin, const absl::Status& status) {
 
 absl::StatusOr<std::string> MakeEmbeddedScenario(absl::string_view yaml, absl::string_view origin,
                                                  absl::string_view node,
-                                                 absl::string_view device_nodes) {
+                                                 absl::string_view device_nodes,
+                                                 absl::string_view module_device_nodes) {
   absl::StatusOr<Scenario> expected = ParseScenario(yaml, origin, node);
   if (!expected.ok()) return Prefixed(origin, expected.status());
   std::string text;
@@ -34,6 +35,11 @@ absl::StatusOr<std::string> MakeEmbeddedScenario(absl::string_view yaml, absl::s
       root["device_nodes"] = std::string(device_nodes);
     } else {
       root.remove("device_nodes");
+    }
+    if (!module_device_nodes.empty()) {
+      root["module_device_nodes"] = std::string(module_device_nodes);
+    } else {
+      root.remove("module_device_nodes");
     }
     YAML::Emitter out;
     out << root;

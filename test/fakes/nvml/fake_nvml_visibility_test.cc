@@ -163,6 +163,54 @@ TEST_F(FakeNvmlVisibility, UnderDevOnlyCharacterDevicesCount) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: regular files were taken for nodes; 2: nodes were not";
 }
 
+// The module's nodes (module_device_nodes) exist: a root process gets the ones it lacks created,
+// as the real user-space driver creates device files; a non-root one gets nothing.
+TEST_F(FakeNvmlVisibility, ALoadedModulesNodesAreCreatedForRootOnly) {
+  if (geteuid() != 0) GTEST_SKIP() << "creating device nodes needs root";
+  const std::string module = dir_ + "/module";
+  ASSERT_EQ(mkdir(module.c_str(), 0755), 0);
+  const std::string path =
+      WriteFile("module.yaml", Preset("l4-4x-pcie") + "\ndevice_nodes: " + nodes_ +
+                                   "\nmodule_device_nodes: " + module + "\n");
+  ForgetPrintedFailures();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Start(path), NVML_ERROR_DRIVER_NOT_LOADED) << "no module nodes: not loaded";
+  (void)::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(OpenUnder(nodes_), IsEmpty());
+  for (const char* name : {"nvidiactl", "nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidia-uvm"}) {
+    const std::string node = module + "/" + name;
+    if (mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+      GTEST_SKIP() << "cannot mknod here: " << std::strerror(errno);
+    }
+  }
+  // A non-root child: nothing is created and the driver stays unreachable.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
+    const bool refused = nvml.nvmlInit_v2() == NVML_ERROR_DRIVER_NOT_LOADED;
+    struct stat st {};
+    _exit(refused && stat((nodes_ + "/nvidiactl").c_str(), &st) != 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 77) {
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "a non-root process made nodes";
+  }
+  // Root: every node is created with the module's number, and every GPU is visible.
+  ASSERT_EQ(nvml.nvmlInit_v2(), NVML_SUCCESS);
+  EXPECT_EQ(Count(), 4u);
+  for (const char* name : {"nvidiactl", "nvidia0", "nvidia3", "nvidia-uvm"}) {
+    struct stat st {};
+    ASSERT_EQ(stat((nodes_ + "/" + name).c_str(), &st), 0) << name;
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << name;
+    EXPECT_EQ(st.st_rdev, makedev(1, 7)) << name;
+  }
+  EXPECT_THAT(OpenUnder(nodes_),
+              UnorderedElementsAre("nvidiactl", "nvidia0", "nvidia1", "nvidia2", "nvidia3"));
+}
+
 TEST_F(FakeNvmlVisibility, AnNvidiactlThatCannotBeOpenedIsNoPermission) {
   Node("nvidiactl", 0);
   Node("nvidia0");

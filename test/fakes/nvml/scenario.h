@@ -213,6 +213,11 @@ struct Scenario {
   // Where the device nodes are (top-level `device_nodes`); empty: no device nodes are needed and
   // every GPU is visible. See README.md, "Device visibility".
   std::string device_nodes;
+  // The SIMULATED kernel module's device nodes (top-level `module_device_nodes`): a directory,
+  // relative to the library's own directory or absolute. Its nvidiactl existing means the module
+  // is loaded; a root process then gets the nodes it lacks in `device_nodes` created for it, as
+  // the real user-space driver creates device files (README.md, "Device visibility").
+  std::string module_device_nodes;
   std::string driver_version;
   std::string nvml_version;
   int cuda_version = 0;  // 12080 for 12.8

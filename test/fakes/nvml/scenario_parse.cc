@@ -397,7 +397,7 @@ absl::Status Validate(const Scenario& scenario) {
 absl::StatusOr<Scenario> Parse(const YAML::Node& root, absl::string_view origin,
                                absl::string_view node_seed) {
   GPUOP_RETURN_IF_ERROR(CheckKeys(root, "",
-                                  {"name", "uuid_seed", "device_nodes", "driver", "models", "gpus",
+                                  {"name", "uuid_seed", "device_nodes", "module_device_nodes", "driver", "models", "gpus",
                                    "nvswitches", "topology", "timeline"}));
   Scenario scenario;
   scenario.name = std::string(origin);
@@ -415,6 +415,13 @@ absl::StatusOr<Scenario> Parse(const YAML::Node& root, absl::string_view origin,
       return FieldError("device_nodes",
                         absl::StrCat("expected an absolute directory such as /dev, got \"",
                                      scenario.device_nodes, "\""));
+    }
+  }
+  if (root["module_device_nodes"]) {
+    GPUOP_ASSIGN_OR_RETURN(scenario.module_device_nodes,
+                           ReadString(root["module_device_nodes"], "module_device_nodes"));
+    if (scenario.device_nodes.empty()) {
+      return FieldError("module_device_nodes", "needs device_nodes");
     }
   }
   if (!root["driver"]) return FieldError("driver", "required");
