@@ -26,6 +26,16 @@ int64_t Generation(const nlohmann::json& object) {
 
 }  // namespace
 
+PolicyEntry MakePolicyEntry(const nlohmann::json& object, const PolicyEntry* previous) {
+  PolicyEntry entry{.name = Name(object),
+                    .uid = Uid(object),
+                    .generation = Generation(object),
+                    .policy = ParseClusterPolicy(object)};
+  if (entry.policy.ok() || previous == nullptr || previous->uid != entry.uid) return entry;
+  entry.last_good = previous->policy.ok() ? std::optional(*previous->policy) : previous->last_good;
+  return entry;
+}
+
 uint64_t JsonHash(const nlohmann::json& value) { return absl::HashOf(value.dump()); }
 
 OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
@@ -44,19 +54,9 @@ OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
   policies_ = std::make_unique<kube::Informer<PolicyEntry>>(
       client, kGpuClusterPolicies, kube::ReflectorOptions{},
       [this](const kube::Json& object) -> absl::StatusOr<PolicyEntry> {
-        PolicyEntry entry{.name = Name(object),
-                          .uid = Uid(object),
-                          .generation = Generation(object),
-                          .policy = ParseClusterPolicy(object)};
-        if (entry.policy.ok()) return entry;
         // The informer calls this from its one thread, before it stores the result, so the
         // stored entry is the previous version of this object.
-        std::shared_ptr<const PolicyEntry> previous = policies_->store().Get(entry.name);
-        if (previous != nullptr && previous->uid == entry.uid) {
-          entry.last_good =
-              previous->policy.ok() ? std::optional(*previous->policy) : previous->last_good;
-        }
-        return entry;
+        return MakePolicyEntry(object, policies_->store().Get(Name(object)).get());
       });
   pools_ = std::make_unique<kube::Informer<PoolEntry>>(
       client, kGpuNodePools, kube::ReflectorOptions{},

@@ -43,6 +43,10 @@ struct PoolEntry {
   absl::StatusOr<NodePool> pool;
 };
 
+// The entry for a GPUClusterPolicy object, given the entry of its previous version (null when
+// none): a spec that does not parse inherits the last good spec of the same object (same uid).
+PolicyEntry MakePolicyEntry(const nlohmann::json& object, const PolicyEntry* previous);
+
 // A pod of one of the operator's DaemonSets.
 struct OperandPod {
   std::string name;
