@@ -294,7 +294,8 @@ std::vector<IntegerField> IntegersOf(const std::string& crd) {
 nlohmann::json With(nlohmann::json base, const IntegerField& field, int64_t value) {
   nlohmann::json* node = &base;
   for (size_t i = 0; i + 1 < field.path.size(); ++i) node = &(*node)[field.path[i]];
-  (*node)[field.path.back()] = field.list_item ? nlohmann::json::array({value}) : nlohmann::json(value);
+  (*node)[field.path.back()] =
+      field.list_item ? nlohmann::json::array({value}) : nlohmann::json(value);
   return base;
 }
 
