@@ -381,8 +381,8 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
                                        node_layout_.sandbox_ready.string(), "--private-dev"};
       if (options_.node_pci_bus != NodePciBus::kMachine) {
         argv.push_back("--pci-bus");
-        argv.push_back(absl::StrCat(node_layout_.fake_sysfs.string(), "=",
-                                    node_layout_.sysfs_stage.string()));
+        argv.push_back(
+            absl::StrCat(node_layout_.fake_sysfs.string(), "=", node_layout_.sysfs_stage.string()));
       }
       for (const auto& [dir, node_path] : node_layout_.Binds()) {
         argv.push_back("--bind");

@@ -40,8 +40,8 @@ absl::Status ControlPlane::PrepareNode() {
     std::error_code ec;
     fs::remove_all(node_layout_.fake_sysfs, ec);
     if (!fs::create_directories(node_layout_.fake_sysfs, ec) || ec) {
-      return absl::InternalError(
-          absl::StrCat("node: cannot create ", node_layout_.fake_sysfs.string(), ": ", ec.message()));
+      return absl::InternalError(absl::StrCat(
+          "node: cannot create ", node_layout_.fake_sysfs.string(), ": ", ec.message()));
     }
     (void)fakes::NvidiaHgxNode(node_layout_.fake_sysfs, /*driver_loaded=*/false);
   }

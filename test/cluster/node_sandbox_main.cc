@@ -137,8 +137,7 @@ std::vector<std::string> Entries(const std::string& dir) {
 // `fake`'s, each bound from `fake`; on a name both have, a directory is merged one level further
 // down while `depth` allows, and otherwise `fake`'s wins. Only directories are taken: the top
 // levels of sysfs hold nothing else.
-void Merge(const std::string& real, const std::string& fake, const std::string& stage,
-           int depth) {
+void Merge(const std::string& real, const std::string& fake, const std::string& stage, int depth) {
   std::set<std::string> names;
   for (const std::string& n : Entries(real)) names.insert(n);
   for (const std::string& n : Entries(fake)) names.insert(n);

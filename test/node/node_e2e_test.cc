@@ -253,7 +253,8 @@ TEST_F(NodeE2ETest, HelmInstallsTheOperator) {
         << "clusterPolicy:\n  spec:\n"
         << "    driver:\n      repository: localhost/simulated\n      version: \"570.86.15\"\n"
         << "      osTag: debian12\n"
-        << "      env:\n        - {name: GPUOP_SIMULATED_DRIVER_SCENARIO, value: h100-8x-nvswitch}\n"
+        << "      env:\n        - {name: GPUOP_SIMULATED_DRIVER_SCENARIO, value: "
+           "h100-8x-nvswitch}\n"
         << "    components:\n      exporter:\n        port: " << (*ports)[1] << "\n";
   }
   absl::StatusOr<ToolResult> helm =

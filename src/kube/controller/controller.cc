@@ -1,5 +1,6 @@
 #include "kube/controller/controller.h"
 
+#include <exception>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@ Controller::Controller(ControllerOptions options, Reconciler reconciler)
       clock_(ClockOrReal(options.clock)),
       reconciler_(std::move(reconciler)),
       on_error_(std::move(options.on_error)),
+      on_panic_(std::move(options.on_panic)),
       metrics_(InstrumentsFor(options.metrics, name_)),
       queue_({
           .name = name_,
@@ -87,10 +89,24 @@ void Controller::Work() {
   }
 }
 
+absl::StatusOr<Result> Controller::Call(const std::string& key) {
+  std::string what;
+  try {
+    return reconciler_(key);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  if (metrics_) metrics_->panics->Inc();
+  if (on_panic_) on_panic_(key, what);
+  return absl::InternalError(absl::StrCat("reconcile ", key, ": threw: ", what));
+}
+
 void Controller::ReconcileOne(const std::string& key) {
   if (metrics_) metrics_->active_workers->Add(1);
   const absl::Time start = clock_.Now();
-  const absl::StatusOr<Result> result = reconciler_(key);
+  const absl::StatusOr<Result> result = Call(key);
   if (metrics_) {
     metrics_->reconcile_time->Observe(absl::ToDoubleSeconds(clock_.Now() - start));
     metrics_->active_workers->Add(-1);

@@ -33,7 +33,8 @@ struct Result {
 // Brings the world in line with the desired state of the object named `key`. Level-based: it is
 // given only the key and must read current state itself, never trust an event. Runs on a worker
 // thread; never concurrently for the same key, but concurrently for different keys when the
-// controller has several workers, so it must be thread-safe. It must not throw.
+// controller has several workers, so it must be thread-safe. It should not throw; when it does
+// anyway, the loop turns the exception into an Internal error for that key (see Controller).
 //
 // An error means "retry with backoff", except InvalidArgument, which is terminal (the user's
 // spec is wrong; the fix will come as a change that enqueues the key again). The loop owns
@@ -55,6 +56,10 @@ struct ControllerOptions {
   // Called on the worker thread after each failed reconcile, before its retry is queued; for
   // logging. Optional. Must be thread-safe and quick: it holds up the worker.
   std::function<void(const std::string& key, const absl::Status& error)> on_error;
+  // Called on the worker thread when a reconcile throws, with what the exception said, before
+  // on_error (which then sees the Internal error it became); for an Event on the object.
+  // Optional. Must be thread-safe, quick, and must not throw.
+  std::function<void(const std::string& key, const std::string& what)> on_panic;
 };
 
 // The reconcile loop of controller-runtime's internal controller: a rate-limited work queue of
@@ -65,6 +70,8 @@ struct ControllerOptions {
 //   Result.requeue_after > 0 Forget (backoff reset), then AddAfter(requeue_after)
 //   Result.requeue           AddRateLimited
 //   success                  Forget
+//   exception thrown         as an Internal error ("reconcile <key>: threw: ..."), also counted
+//                            as a panic; the process never terminates from it
 // and the key is Done() in every case, so an Enqueue() that arrived during the reconcile runs
 // it once more afterwards.
 //
@@ -104,12 +111,15 @@ class Controller {
 
   void Work();
   void ReconcileOne(const std::string& key);
+  // The reconciler's answer, with an exception it threw turned into an Internal error.
+  absl::StatusOr<Result> Call(const std::string& key);
 
   const std::string name_;
   const int workers_;
   const common::Clock& clock_;
   const Reconciler reconciler_;
   const std::function<void(const std::string&, const absl::Status&)> on_error_;
+  const std::function<void(const std::string&, const std::string&)> on_panic_;
   const std::optional<ControllerMetrics::Instruments> metrics_;
   WorkQueue queue_;
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -358,6 +359,55 @@ TEST_F(ControllerTest, ReportsReconcileAndQueueMetrics) {
   // Delayed re-adds: bad twice, again once, later once.
   EXPECT_THAT(text, HasSubstr("gpuop_workqueue_retries_total{name=\"test\"} 4\n"));
   EXPECT_THAT(text, HasSubstr("gpuop_workqueue_work_duration_seconds_count{name=\"test\"} 6\n"));
+}
+
+TEST_F(ControllerTest, ExceptionBecomesAnErrorRetriedWithBackoffAndCounted) {
+  std::vector<std::pair<std::string, std::string>> panics;  // Written by the one worker.
+  std::vector<absl::Status> errors;
+  ControllerOptions options = Options();
+  options.on_panic = [&panics](const std::string& key, const std::string& what) {
+    panics.emplace_back(key, what);
+  };
+  options.on_error = [&errors](const std::string&, const absl::Status& error) {
+    errors.push_back(error);
+  };
+  // The script counts every call; the first two throw.
+  Controller controller(std::move(options), [&](const std::string& key) -> absl::StatusOr<Result> {
+    absl::StatusOr<Result> answer = script_(key);
+    const int calls = script_.Calls(key);
+    if (calls == 1) throw std::runtime_error("type must be string, but is number");
+    if (calls == 2) throw 42;  // not a std::exception
+    return answer;
+  });
+  ASSERT_TRUE(controller.Start().ok());
+  controller.Enqueue("node-a");
+  ASSERT_TRUE(script_.AwaitTotal(1));
+  AwaitIdle();
+  clock_.Advance(absl::Seconds(1) - absl::Nanoseconds(1));
+  EXPECT_EQ(script_.Total(), 1);
+  clock_.Advance(absl::Nanoseconds(1));  // the first backoff
+  ASSERT_TRUE(script_.AwaitTotal(2));
+  AwaitIdle();
+  clock_.Advance(absl::Seconds(2) - absl::Nanoseconds(1));  // the second is doubled
+  EXPECT_EQ(script_.Total(), 2);
+  clock_.Advance(absl::Nanoseconds(1));
+  ASSERT_TRUE(script_.AwaitTotal(3));
+  AwaitIdle();
+  controller.Stop();
+
+  EXPECT_EQ(script_.Total(), 3);
+  ASSERT_EQ(panics.size(), 2);
+  EXPECT_EQ(panics[0].first, "node-a");
+  EXPECT_EQ(panics[0].second, "type must be string, but is number");
+  EXPECT_EQ(panics[1].first, "node-a");
+  ASSERT_EQ(errors.size(), 2);
+  EXPECT_EQ(errors[0].code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(errors[0].message(), HasSubstr("reconcile node-a: threw: type must be string"));
+  const std::string text = registry_.Render();
+  EXPECT_THAT(text, HasSubstr("gpuop_controller_reconcile_panics_total{controller=\"test\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuop_controller_reconcile_errors_total{controller=\"test\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("gpuop_controller_reconcile_total{controller=\"test\",result="
+                              "\"success\"} 1\n"));
 }
 
 TEST_F(ControllerTest, RunsWithoutMetrics) {

@@ -8,6 +8,8 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& registry)
                                  {"controller", "result"})),
       errors_(registry.AddCounter("gpuop_controller_reconcile_errors_total",
                                   "Reconciles that returned an error.", {"controller"})),
+      panics_(registry.AddCounter("gpuop_controller_reconcile_panics_total",
+                                  "Reconciles that threw an exception.", {"controller"})),
       // controller-runtime's range, from 5ms to a minute, with fewer buckets.
       reconcile_time_(registry.AddHistogram(
           "gpuop_controller_reconcile_time_seconds", "Seconds per reconcile.", {"controller"},
@@ -26,6 +28,7 @@ ControllerMetrics::Instruments ControllerMetrics::ForController(const std::strin
       .requeue = &total_.With({name, "requeue"}),
       .requeue_after = &total_.With({name, "requeue_after"}),
       .errors = &errors_.With({name}),
+      .panics = &panics_.With({name}),
       .reconcile_time = &reconcile_time_.With({name}),
       .active_workers = &active_workers_.With({name}),
       .max_concurrent_reconciles = &max_concurrent_reconciles_.With({name}),

@@ -12,6 +12,8 @@ namespace gpuop::kube {
 //   gpuop_controller_reconcile_total{controller,result}  counter; result is success, error,
 //                                                         requeue or requeue_after
 //   gpuop_controller_reconcile_errors_total{controller}  counter
+//   gpuop_controller_reconcile_panics_total{controller}  counter: reconciles that threw (each
+//                                                         also an error)
 //   gpuop_controller_reconcile_time_seconds{controller}  histogram, measured on the controller's
 //                                                         clock
 //   gpuop_controller_active_workers{controller}          gauge: reconciles running now
@@ -35,6 +37,7 @@ class ControllerMetrics {
     metrics::Counter* requeue;
     metrics::Counter* requeue_after;
     metrics::Counter* errors;
+    metrics::Counter* panics;
     metrics::Histogram* reconcile_time;
     metrics::Gauge* active_workers;
     metrics::Gauge* max_concurrent_reconciles;
@@ -46,6 +49,7 @@ class ControllerMetrics {
  private:
   metrics::Family<metrics::Counter>& total_;
   metrics::Family<metrics::Counter>& errors_;
+  metrics::Family<metrics::Counter>& panics_;
   metrics::Family<metrics::Histogram>& reconcile_time_;
   metrics::Family<metrics::Gauge>& active_workers_;
   metrics::Family<metrics::Gauge>& max_concurrent_reconciles_;

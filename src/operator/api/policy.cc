@@ -313,7 +313,7 @@ absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   GPUOP_RETURN_IF_ERROR(exporter.Duration("interval", c.exporter_interval));
   const Reader health = r.Child("health");
   GPUOP_RETURN_IF_ERROR(health.Bool("enabled", c.health));
-  GPUOP_RETURN_IF_ERROR(health.IntList("ignoredXids", c.ignored_xids));
+  GPUOP_RETURN_IF_ERROR(health.IntList("ignoredXids", c.ignored_xids, 1, INT32_MAX));
   GPUOP_RETURN_IF_ERROR(health.Duration("recoverAfter", c.recover_after));
   GPUOP_RETURN_IF_ERROR(r.Child("validator").Bool("enabled", c.validator));
   const Reader mig = r.Child("migManager");

@@ -1,5 +1,7 @@
 #include "operator/api/reader.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "operator/api/policy.h"
 
@@ -10,6 +12,21 @@ const nlohmann::json& Null() {
   static const nlohmann::json* const null = new nlohmann::json();
   return *null;
 }
+// `v` when it is an integer from `min` to `max`. An unsigned beyond int64 is out of range rather
+// than wrapped to a negative number.
+std::optional<int64_t> IntIn(const nlohmann::json& v, int64_t min, int64_t max) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (max < 0 || u > static_cast<uint64_t>(max)) return std::nullopt;
+    const int64_t n = static_cast<int64_t>(u);
+    return n < min ? std::nullopt : std::optional(n);
+  }
+  if (!v.is_number_integer()) return std::nullopt;
+  const int64_t n = v.get<int64_t>();
+  if (n < min || n > max) return std::nullopt;
+  return n;
+}
+
 }  // namespace
 
 const nlohmann::json& Reader::Get(const char* key) const {
@@ -47,10 +64,9 @@ absl::Status Reader::Bool(const char* key, bool& out) const {
 absl::Status Reader::Int(const char* key, int64_t& out, int64_t min, int64_t max) const {
   const nlohmann::json& v = Get(key);
   if (v.is_null()) return absl::OkStatus();
-  if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
-    return Error(key, absl::StrCat("must be an integer from ", min, " to ", max));
-  }
-  out = v.get<int64_t>();
+  std::optional<int64_t> n = IntIn(v, min, max);
+  if (!n.has_value()) return Error(key, absl::StrCat("must be an integer from ", min, " to ", max));
+  out = *n;
   return absl::OkStatus();
 }
 
@@ -76,14 +92,17 @@ absl::Status Reader::StringList(const char* key, std::vector<std::string>& out) 
   return absl::OkStatus();
 }
 
-absl::Status Reader::IntList(const char* key, std::vector<int64_t>& out) const {
+absl::Status Reader::IntList(const char* key, std::vector<int64_t>& out, int64_t min,
+                             int64_t max) const {
   const nlohmann::json& v = Get(key);
   if (v.is_null()) return absl::OkStatus();
-  if (!v.is_array()) return Error(key, "must be a list of integers");
+  const std::string problem = absl::StrCat("must be a list of integers from ", min, " to ", max);
+  if (!v.is_array()) return Error(key, problem);
   std::vector<int64_t> items;
   for (const auto& item : v) {
-    if (!item.is_number_integer()) return Error(key, "must be a list of integers");
-    items.push_back(item.get<int64_t>());
+    std::optional<int64_t> n = IntIn(item, min, max);
+    if (!n.has_value()) return Error(key, problem);
+    items.push_back(*n);
   }
   out = std::move(items);
   return absl::OkStatus();

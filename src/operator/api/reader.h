@@ -33,7 +33,7 @@ class Reader {
   absl::Status Int(const char* key, int64_t& out, int64_t min, int64_t max) const;
   absl::Status Duration(const char* key, absl::Duration& out) const;
   absl::Status StringList(const char* key, std::vector<std::string>& out) const;
-  absl::Status IntList(const char* key, std::vector<int64_t>& out) const;
+  absl::Status IntList(const char* key, std::vector<int64_t>& out, int64_t min, int64_t max) const;
   absl::Status StringMap(const char* key, std::map<std::string, std::string>& out) const;
 
  private:

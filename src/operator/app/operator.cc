@@ -23,6 +23,17 @@ void LogError(const std::string& controller, const std::string& key, const absl:
               {{"controller", controller}, {"key", key}, {"error", std::string(error.message())}});
 }
 
+// A reconcile that threw is a bug the operator survives: the loop retries the key with backoff
+// and counts it (gpuop_controller_reconcile_panics_total); this says so on the object too.
+void RecordPanic(kube::EventRecorder* recorder, const std::string& controller,
+                 const kube::ObjectReference& regarding, const std::string& what) {
+  common::Log(common::LogLevel::kError, kLogger, "reconcile threw",
+              {{"controller", controller}, {"object", regarding.name}, {"error", what}});
+  if (recorder == nullptr) return;
+  recorder->Record(regarding, kube::EventType::kWarning, "ReconcilePanic", "Reconcile",
+                   absl::StrCat("the ", controller, " reconcile threw, retrying: ", what));
+}
+
 }  // namespace
 
 // The controllers of one leadership term.
@@ -45,13 +56,25 @@ struct Operator::Controllers {
                .workers = options.node_workers,
                .metrics = &metrics,
                .on_error = [](const std::string& key,
-                              const absl::Status& e) { LogError("nodes", key, e); }},
+                              const absl::Status& e) { LogError("nodes", key, e); },
+               .on_panic =
+                   [recorder](const std::string& key, const std::string& what) {
+                     RecordPanic(recorder, "nodes",
+                                 {.api_version = "v1", .kind = "Node", .name = key}, what);
+                   }},
               [this](const std::string& key) { return node_reconciler.Reconcile(key); }),
         policy({.name = "policy",
                 .workers = 1,
                 .metrics = &metrics,
                 .on_error = [](const std::string& key,
-                               const absl::Status& e) { LogError("policy", key, e); }},
+                               const absl::Status& e) { LogError("policy", key, e); },
+                .on_panic =
+                    [recorder](const std::string& key, const std::string& what) {
+                      RecordPanic(
+                          recorder, "policy",
+                          {.api_version = kApiVersion, .kind = "GPUClusterPolicy", .name = key},
+                          what);
+                    }},
                [this](const std::string& key) { return policy_reconciler.Reconcile(key); }),
         upgrades(client, cache,
                  {.ns = options.ns,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/hash/hash.h"
+#include "common/json_access.h"
 #include "kube/client/resource.h"
 #include "kube/types/pod.h"
 #include "operator/api/resources.h"
@@ -14,15 +15,26 @@ namespace gpuop::op {
 namespace {
 
 std::string Name(const nlohmann::json& object) {
-  return object.value("metadata", nlohmann::json::object()).value("name", "");
+  return common::JsonString(common::JsonField(object, "metadata"), "name");
+}
+std::string Uid(const nlohmann::json& object) {
+  return common::JsonString(common::JsonField(object, "metadata"), "uid");
 }
 int64_t Generation(const nlohmann::json& object) {
-  const nlohmann::json& meta = object.value("metadata", nlohmann::json::object());
-  auto it = meta.find("generation");
-  return it != meta.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  return common::JsonInt(common::JsonField(object, "metadata"), "generation");
 }
 
 }  // namespace
+
+PolicyEntry MakePolicyEntry(const nlohmann::json& object, const PolicyEntry* previous) {
+  PolicyEntry entry{.name = Name(object),
+                    .uid = Uid(object),
+                    .generation = Generation(object),
+                    .policy = ParseClusterPolicy(object)};
+  if (entry.policy.ok() || previous == nullptr || previous->uid != entry.uid) return entry;
+  entry.last_good = previous->policy.ok() ? std::optional(*previous->policy) : previous->last_good;
+  return entry;
+}
 
 uint64_t JsonHash(const nlohmann::json& value) { return absl::HashOf(value.dump()); }
 
@@ -41,10 +53,10 @@ OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
   });
   policies_ = std::make_unique<kube::Informer<PolicyEntry>>(
       client, kGpuClusterPolicies, kube::ReflectorOptions{},
-      [](const kube::Json& object) -> absl::StatusOr<PolicyEntry> {
-        return PolicyEntry{.name = Name(object),
-                           .generation = Generation(object),
-                           .policy = ParseClusterPolicy(object)};
+      [this](const kube::Json& object) -> absl::StatusOr<PolicyEntry> {
+        // The informer calls this from its one thread, before it stores the result, so the
+        // stored entry is the previous version of this object.
+        return MakePolicyEntry(object, policies_->store().Get(Name(object)).get());
       });
   pools_ = std::make_unique<kube::Informer<PoolEntry>>(
       client, kGpuNodePools, kube::ReflectorOptions{},
@@ -58,9 +70,7 @@ OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
         const nlohmann::json& status =
             object.contains("status") ? object["status"] : nlohmann::json::object();
         return GpuNodeEntry{
-            .name = Name(object),
-            .uid = object.value("metadata", nlohmann::json::object()).value("uid", ""),
-            .status_hash = JsonHash(status)};
+            .name = Name(object), .uid = Uid(object), .status_hash = JsonHash(status)};
       });
   const std::string managed = std::string(kManagedByLabel) + "=" + kManagedByValue;
   daemon_sets_ = std::make_unique<kube::Informer<kube::DaemonSet>>(
@@ -130,9 +140,12 @@ std::vector<NodePool> OperatorCache::ValidPools() const {
 
 std::optional<ClusterPolicy> OperatorCache::Policy() const {
   auto entry = policies_->store().Get(kPolicyName);
-  if (entry == nullptr || !entry->policy.ok()) return std::nullopt;
-  return *entry->policy;
+  if (entry == nullptr) return std::nullopt;
+  if (entry->policy.ok()) return *entry->policy;
+  return entry->last_good;
 }
+
+bool OperatorCache::PolicyPresent() const { return policies_->store().Get(kPolicyName) != nullptr; }
 
 std::vector<std::shared_ptr<const OperandPod>> OperatorCache::PodsOn(
     const std::string& node) const {

@@ -2,6 +2,7 @@
 #define GPUOP_OPERATOR_CACHE_CACHE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,14 +30,22 @@ struct NodeEntry {
 // A policy or pool that failed to parse is kept with its error, so status can say why.
 struct PolicyEntry {
   std::string name;
+  std::string uid;
   int64_t generation = 0;
   absl::StatusOr<ClusterPolicy> policy;
+  // The latest spec of this object (same uid) that parsed, while `policy` is an error: what the
+  // operator keeps running until the spec is fixed. Empty when this process has not seen one.
+  std::optional<ClusterPolicy> last_good;
 };
 struct PoolEntry {
   std::string name;
   int64_t generation = 0;
   absl::StatusOr<NodePool> pool;
 };
+
+// The entry for a GPUClusterPolicy object, given the entry of its previous version (null when
+// none): a spec that does not parse inherits the last good spec of the same object (same uid).
+PolicyEntry MakePolicyEntry(const nlohmann::json& object, const PolicyEntry* previous);
 
 // A pod of one of the operator's DaemonSets.
 struct OperandPod {
@@ -85,8 +94,12 @@ class OperatorCache {
 
   // The valid pools, sorted by name.
   std::vector<NodePool> ValidPools() const;
-  // The policy named "default", if present and valid.
+  // The policy named "default" to run: as parsed, or while its spec does not parse, the last
+  // spec of the same object that did (PolicyEntry::last_good). Empty when there is no policy or
+  // it never parsed; PolicyPresent() tells the two apart.
   std::optional<ClusterPolicy> Policy() const;
+  // Whether a policy named "default" exists, valid or not.
+  bool PolicyPresent() const;
   // Pods of the operator's DaemonSets on one node (index "node").
   std::vector<std::shared_ptr<const OperandPod>> PodsOn(const std::string& node) const;
 

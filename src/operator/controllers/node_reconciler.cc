@@ -56,6 +56,9 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
   auto entry = cache_.nodes().store().Get(node_name);
   if (entry == nullptr) return kube::Result{};  // Gone; its GPUNode goes with it.
   const std::optional<ClusterPolicy> policy = cache_.Policy();
+  // A policy whose spec never parsed in this process leaves the node as it is: taking its
+  // labels (and so its components) away would strip the fleet over a typo.
+  if (!policy.has_value() && cache_.PolicyPresent()) return kube::Result{};
   const std::vector<NodePool> pools = cache_.ValidPools();
   const NodePool* pool = nullptr;
   int matches = 0;

@@ -35,14 +35,22 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
   std::shared_ptr<const PolicyEntry> entry = cache_.policies().store().Get(kPolicyName);
 
   std::vector<nlohmann::json> desired;
-  bool sync = true;  // false: the spec is invalid, the operands stay as they are
-  if (entry != nullptr && entry->policy.ok()) {
+  bool sync = true;  // false: nothing to run, the operands stay as they are
+  // Why the spec cannot be used (then the last good one, if any, keeps running).
+  absl::Status invalid = entry != nullptr ? entry->policy.status() : absl::OkStatus();
+  const ClusterPolicy* run = nullptr;
+  if (entry != nullptr) {
+    run = entry->policy.ok() ? &*entry->policy
+                             : (entry->last_good.has_value() ? &*entry->last_good : nullptr);
+  }
+  if (run != nullptr) {
     absl::StatusOr<std::vector<nlohmann::json>> rendered =
-        RenderOperands({.policy = entry->policy->spec, .pools = pools, .ns = options_.ns});
+        RenderOperands({.policy = run->spec, .pools = pools, .ns = options_.ns});
     if (rendered.ok()) {
       desired = *std::move(rendered);
     } else {
       sync = false;
+      if (invalid.ok()) invalid = rendered.status();
     }
   } else if (entry != nullptr) {
     sync = false;
@@ -89,12 +97,13 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
       requeue = std::max(absl::Seconds(1), next_resync_ - now);
     }
   }
-  if (entry != nullptr) GPUOP_RETURN_IF_ERROR(WritePolicyStatus(*entry, pools, now));
+  if (entry != nullptr) GPUOP_RETURN_IF_ERROR(WritePolicyStatus(*entry, invalid, pools, now));
   GPUOP_RETURN_IF_ERROR(WritePoolStatuses(pools, now));
   return kube::Result{.requeue_after = requeue};
 }
 
 absl::Status PolicyReconciler::WritePolicyStatus(const PolicyEntry& entry,
+                                                 const absl::Status& invalid,
                                                  const std::vector<NodePool>& pools,
                                                  absl::Time now) {
   std::optional<nlohmann::json> previous;
@@ -116,10 +125,10 @@ absl::Status PolicyReconciler::WritePolicyStatus(const PolicyEntry& entry,
       .nodes = cache_.nodes().store().List(),
       .previous_conditions = previous->value("conditions", nlohmann::json::array()),
       .now = now};
-  if (entry.policy.ok()) {
+  if (invalid.ok()) {
     in.spec = entry.policy->spec;
   } else {
-    in.spec = entry.policy.status();
+    in.spec = invalid;
   }
   {
     absl::MutexLock lock(&mu_);

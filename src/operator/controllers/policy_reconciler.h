@@ -32,8 +32,9 @@ struct PolicyReconcilerOptions {
 // Reconciles the GPUClusterPolicy "default" (the only key) and the GPUNodePools:
 //  - renders the operands from the policy and the valid pools and syncs them (server-side
 //    apply of what changed, prune of what is no longer rendered) when the rendering changed or
-//    the resync is due; a policy that does not parse changes nothing (the last good
-//    configuration keeps running) and says why in its status; a deleted policy prunes every
+//    the resync is due; while a policy does not parse, the last spec of it that did keeps
+//    running (and is still repaired), or, when this process never saw one, nothing changes;
+//    its status says why (InvalidSpec, naming the field); a deleted policy prunes every
 //    operand;
 //  - writes the policy's status (conditions Ready/Progressing/Degraded, nodes, components) and
 //    every pool's status (nodes, conflicts), each only when it changed;
@@ -49,8 +50,9 @@ class PolicyReconciler {
   ApplyReport last_report() const;
 
  private:
-  absl::Status WritePolicyStatus(const PolicyEntry& entry, const std::vector<NodePool>& pools,
-                                 absl::Time now);
+  // `invalid`: why the spec cannot be used (InvalidSpec conditions), or OK.
+  absl::Status WritePolicyStatus(const PolicyEntry& entry, const absl::Status& invalid,
+                                 const std::vector<NodePool>& pools, absl::Time now);
   absl::Status WritePoolStatuses(const std::vector<NodePool>& pools, absl::Time now);
   void RecordReady(const PolicyEntry& entry, const nlohmann::json& status);
 

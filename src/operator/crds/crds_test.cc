@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,8 +11,10 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "operator/api/node_pool.h"
 #include "operator/api/policy.h"
 
 namespace gpuop::op {
@@ -246,6 +249,108 @@ TEST(CrdsTest, BoundsAgreeWithTheParser) {
   EXPECT_FALSE(ParserAccepts({{"driver", {{"enabled", false}}}, {"apiServer", {{"port", 1}}}}));
   EXPECT_EQ(SpecProperty("driver.env").value("x-kubernetes-list-type", ""), "map")
       << "names are unique, as the parser requires";
+}
+
+// An integer property below spec, with the bounds its schema gives (int64's, what the API
+// server takes for an integer, where it gives none).
+struct IntegerField {
+  std::vector<std::string> path;
+  bool list_item = false;  // the items of a list of integers
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
+};
+
+void CollectIntegers(const nlohmann::json& schema, const std::vector<std::string>& path,
+                     bool list_item, std::vector<IntegerField>& out) {
+  const std::string type = schema.value("type", "");
+  if (type == "integer") {
+    out.push_back({.path = path,
+                   .list_item = list_item,
+                   .min = schema.value("minimum", INT64_MIN),
+                   .max = schema.value("maximum", INT64_MAX)});
+  } else if (type == "array" && schema.contains("items")) {
+    // Lists of objects (env, tolerations) hold no integers in these CRDs.
+    if (schema["items"].value("type", "") == "integer") {
+      CollectIntegers(schema["items"], path, true, out);
+    }
+  } else if (schema.contains("properties")) {
+    for (const auto& [name, property] : schema["properties"].items()) {
+      std::vector<std::string> below = path;
+      below.push_back(name);
+      CollectIntegers(property, below, false, out);
+    }
+  }
+}
+
+std::vector<IntegerField> IntegersOf(const std::string& crd) {
+  std::vector<IntegerField> out;
+  CollectIntegers(
+      Crd(crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"], {}, false,
+      out);
+  return out;
+}
+
+// `base` with `value` at `field`.
+nlohmann::json With(nlohmann::json base, const IntegerField& field, int64_t value) {
+  nlohmann::json* node = &base;
+  for (size_t i = 0; i + 1 < field.path.size(); ++i) node = &(*node)[field.path[i]];
+  (*node)[field.path.back()] =
+      field.list_item ? nlohmann::json::array({value}) : nlohmann::json(value);
+  return base;
+}
+
+// Every integer the CRD admits, the parser takes, and one past a bound the CRD rejects, the
+// parser rejects too: a spec the API server accepted never turns out unparseable.
+void ExpectParserAgrees(const std::vector<IntegerField>& fields,
+                        const std::function<nlohmann::json(const IntegerField&)>& base,
+                        const std::function<absl::Status(const nlohmann::json&)>& parse) {
+  for (const IntegerField& field : fields) {
+    const std::string name = absl::StrJoin(field.path, ".") + (field.list_item ? "[]" : "");
+    for (int64_t v : {field.min, field.max}) {
+      absl::Status parsed = parse(With(base(field), field, v));
+      EXPECT_TRUE(parsed.ok()) << name << " = " << v << ": " << parsed;
+    }
+    if (field.min != INT64_MIN) {
+      EXPECT_FALSE(parse(With(base(field), field, field.min - 1)).ok())
+          << name << " = " << field.min - 1;
+    }
+    if (field.max != INT64_MAX) {
+      EXPECT_FALSE(parse(With(base(field), field, field.max + 1)).ok())
+          << name << " = " << field.max + 1;
+    }
+  }
+}
+
+TEST(CrdsTest, EveryIntegerBoundOfThePolicyAgreesWithTheParser) {
+  const std::vector<IntegerField> fields = IntegersOf("gpuclusterpolicies.gpuop.io");
+  std::set<std::string> names;
+  for (const IntegerField& f : fields) names.insert(absl::StrJoin(f.path, "."));
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"upgrade.maxParallel", "remediation.maxParallel",
+                                              "remediation.maxAttempts", "apiServer.port",
+                                              "components.health.ignoredXids"}));
+  ExpectParserAgrees(
+      fields,
+      [](const IntegerField& field) {
+        nlohmann::json spec = {{"driver", {{"enabled", false}}}};
+        if (field.path.front() == "apiServer") spec["apiServer"]["host"] = "127.0.0.1";
+        return spec;
+      },
+      [](const nlohmann::json& spec) {
+        return ParseClusterPolicy({{"metadata", {{"name", "default"}}}, {"spec", spec}}).status();
+      });
+}
+
+TEST(CrdsTest, EveryIntegerBoundOfThePoolAgreesWithTheParser) {
+  const std::vector<IntegerField> fields = IntegersOf("gpunodepools.gpuop.io");
+  EXPECT_GE(fields.size(), 2u);
+  ExpectParserAgrees(
+      fields,
+      [](const IntegerField&) {
+        return nlohmann::json{{"nodeSelector", {{"matchLabels", {{"pool", "a"}}}}}};
+      },
+      [](const nlohmann::json& spec) {
+        return ParseNodePool({{"metadata", {{"name", "a"}}}, {"spec", spec}}).status();
+      });
 }
 
 TEST(CrdsTest, GpuNodesPrintTheFleetTable) {

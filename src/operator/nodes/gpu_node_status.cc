@@ -1,7 +1,9 @@
 #include "operator/nodes/gpu_node_status.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "operator/api/node_state.h"
+#include "operator/nodes/inventory.h"
 #include "operator/nodes/node_labels.h"
 
 namespace gpuop::op {
@@ -22,23 +24,6 @@ std::string Annotation(const kube::Node& node, absl::string_view key) {
 // Upgrade states in which the node is out of service or on its way there.
 bool UpgradeInProgress(const std::string& state) {
   return !state.empty() && state != "upgrade-done" && state != "upgrade-required";
-}
-
-Json GpusFromInventory(const Json& inventory) {
-  Json gpus = Json::array();
-  if (!inventory.is_object() || !inventory.contains("gpus") || !inventory["gpus"].is_array()) {
-    return gpus;
-  }
-  for (const auto& g : inventory["gpus"]) {
-    if (!g.is_object()) continue;
-    Json gpu = Json::object();
-    for (const char* key :
-         {"index", "uuid", "product", "memoryMiB", "pciBusId", "migEnabled", "migDevices"}) {
-      if (g.contains(key)) gpu[key] = g[key];
-    }
-    gpus.push_back(std::move(gpu));
-  }
-  return gpus;
 }
 
 }  // namespace
@@ -66,25 +51,37 @@ Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::
                      : !amd_count.empty() || gpus.amd     ? "amd"
                                                           : "unknown";
   const std::string count = !nvidia_count.empty() ? nvidia_count : amd_count;
-  status["gpuCount"] = count.empty() ? 0 : std::atoi(count.c_str());
+  int gpu_count = 0;
+  if (!absl::SimpleAtoi(count, &gpu_count) || gpu_count < 0) gpu_count = 0;
+  status["gpuCount"] = gpu_count;
   std::string product = Label(node, "nvidia.com/gpu.product");
   if (product.empty()) product = Label(node, "amd.com/gpu.product-name");
   status["product"] = product;
   status["pool"] = pool.empty() ? "default" : pool;
 
-  const Json inventory = Json::parse(Annotation(node, "gpuop.io/gpu-inventory"), nullptr, false);
-  status["gpus"] = GpusFromInventory(inventory);
+  GpuInventory inventory;
+  Json conditions = Json::array();
+  if (auto text = node.metadata.annotations.Get(kGpuInventoryAnnotation); text.has_value()) {
+    absl::StatusOr<GpuInventory> parsed = ParseGpuInventory(*text);
+    if (parsed.ok()) {
+      inventory = *std::move(parsed);
+    } else {
+      conditions.push_back({{"type", "InventoryValid"},
+                            {"status", "False"},
+                            {"reason", "InvalidAnnotation"},
+                            {"message", parsed.status().message()}});
+    }
+  }
+  status["gpus"] = std::move(inventory.gpus);
 
   Json driver = Json::object();
   std::string version = Label(node, "nvidia.com/cuda.driver-version.full");
-  if (version.empty() && inventory.is_object()) version = inventory.value("driver", "");
+  if (version.empty()) version = inventory.driver;
   driver["version"] = version;
   const bool host = Label(node, kDriverPreinstalledLabel) == "true";
   driver["source"] =
       host ? "host" : (policy != nullptr && policy->driver.enabled ? "container" : "none");
-  if (inventory.is_object() && !inventory.value("cuda", "").empty()) {
-    driver["cudaVersion"] = inventory.value("cuda", "");
-  }
+  if (!inventory.cuda.empty()) driver["cudaVersion"] = inventory.cuda;
   const std::string upgrade_state = Label(node, kUpgradeStateLabel);
   driver["state"] =
       upgrade_state.empty() ? (version.empty() ? "NotLoaded" : "Loaded") : upgrade_state;
@@ -154,6 +151,7 @@ Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::
     state = "Installing";
   }
   status["state"] = state;
+  if (!conditions.empty()) status["conditions"] = std::move(conditions);
   return status;
 }
 

@@ -72,6 +72,32 @@ TEST(GpuNodeStatusTest, UpgradeRemediationAndComponentsSetTheState) {
   EXPECT_EQ(host["pool"], "h100");
 }
 
+// Regression: an inventory annotation of the wrong shape threw out of the operator's reconcile.
+TEST(GpuNodeStatusTest, AnInvalidInventoryIsReportedNotThrown) {
+  kube::Node node = Parse(kNode);
+  std::map<std::string, std::string> annotations = node.metadata.annotations.ToMap();
+  annotations["gpuop.io/gpu-inventory"] = R"({"driver":1})";
+  node.metadata.annotations = kube::Labels(annotations);
+  const nlohmann::json s = GpuNodeStatus(node, nullptr, "", {});
+  EXPECT_EQ(s["gpus"], nlohmann::json::array());
+  EXPECT_EQ(s["driver"]["version"], "570.86.15");  // from the node's label
+  ASSERT_EQ(s["conditions"].size(), 1);
+  EXPECT_EQ(s["conditions"][0]["type"], "InventoryValid");
+  EXPECT_EQ(s["conditions"][0]["status"], "False");
+  EXPECT_EQ(s["conditions"][0]["reason"], "InvalidAnnotation");
+  EXPECT_THAT(s["conditions"][0]["message"].get<std::string>(),
+              HasSubstr("gpuop.io/gpu-inventory: driver: must be a string"));
+  EXPECT_FALSE(GpuNodeStatus(Parse(kNode), nullptr, "", {}).contains("conditions"));
+}
+
+TEST(GpuNodeStatusTest, AHugeGpuCountLabelIsZero) {
+  kube::Node node = Parse(kNode);
+  std::map<std::string, std::string> labels = node.metadata.labels.ToMap();
+  labels["nvidia.com/gpu.count"] = "99999999999999999999";
+  node.metadata.labels = kube::Labels(labels);
+  EXPECT_EQ(GpuNodeStatus(node, nullptr, "", {})["gpuCount"], 0);
+}
+
 TEST(GpuNodeStatusTest, TheGpuNodeBelongsToItsNode) {
   const nlohmann::json o = GpuNodeObject(Parse(kNode));
   EXPECT_EQ(o["metadata"]["name"], "gpu-1");

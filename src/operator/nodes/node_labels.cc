@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/json_access.h"
 #include "operator/render/render.h"
 
 namespace gpuop::op {
@@ -200,17 +201,15 @@ bool IsNodeLabellingKey(absl::string_view key) {
 
 std::vector<std::string> OwnedLabelKeys(const nlohmann::json& object, const std::string& manager) {
   std::vector<std::string> keys;
-  const nlohmann::json& meta = object.value("metadata", nlohmann::json::object());
-  auto fields = meta.find("managedFields");
-  if (fields == meta.end() || !fields->is_array()) return keys;
-  for (const auto& entry : *fields) {
-    if (!entry.is_object() || entry.value("manager", "") != manager) continue;
-    const nlohmann::json& v1 = entry.value("fieldsV1", nlohmann::json::object());
-    auto m = v1.find("f:metadata");
-    if (m == v1.end() || !m->is_object()) continue;
-    auto labels = m->find("f:labels");
-    if (labels == m->end() || !labels->is_object()) continue;
-    for (const auto& [k, unused] : labels->items()) {
+  const nlohmann::json& fields =
+      common::JsonField(common::JsonField(object, "metadata"), "managedFields");
+  if (!fields.is_array()) return keys;
+  for (const auto& entry : fields) {
+    if (common::JsonString(entry, "manager") != manager) continue;
+    const nlohmann::json& labels = common::JsonField(
+        common::JsonField(common::JsonField(entry, "fieldsV1"), "f:metadata"), "f:labels");
+    if (!labels.is_object()) continue;
+    for (const auto& [k, unused] : labels.items()) {
       if (absl::StartsWith(k, "f:")) keys.push_back(k.substr(2));
     }
   }

@@ -237,6 +237,21 @@ TEST(NodeLabelsTest, OwnedKeysComeFromManagedFields) {
               ::testing::ElementsAre("gpuop.io/deploy.cdi", "gpuop.io/managed"));
 }
 
+TEST(NodeLabelsTest, OwnedKeysIgnoreManagedFieldsOfTheWrongShape) {
+  const nlohmann::json node = nlohmann::json::parse(R"({"metadata": {"managedFields": [
+    1, {"manager": 7}, {"manager": "gpuop-operator", "fieldsV1": []},
+    {"manager": "gpuop-operator", "fieldsV1": {"f:metadata": "x"}},
+    {"manager": "gpuop-operator", "fieldsV1": {"f:metadata": {"f:labels": [1]}}},
+    {"manager": "gpuop-operator", "fieldsV1": {"f:metadata": {"f:labels": {"f:gpuop.io/managed": 1}}}}]}})");
+  EXPECT_THAT(OwnedLabelKeys(node, "gpuop-operator"), ::testing::ElementsAre("gpuop.io/managed"));
+  for (const char* object :
+       {R"([])", R"({"metadata": 1})", R"({"metadata": {"managedFields": {}}})"}) {
+    EXPECT_THAT(OwnedLabelKeys(nlohmann::json::parse(object), "gpuop-operator"),
+                ::testing::IsEmpty())
+        << object;
+  }
+}
+
 // Regression: the operator writes the upgrade and remediation state labels as the same field
 // manager; node labelling took them for its own and removed them on the next reconcile, so an
 // upgrade restarted from "unknown" over and over (and remediation forgot where it was).
