@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "kube/config/rest_config.h"
 #include "test/cluster/cluster_environment.h"
 #include "test/cluster/interrupt_guard.h"
@@ -125,6 +126,21 @@ std::string ConditionStatus(const Json& object, const std::string& type) {
     if (c.value("type", "") == type) return c.value("status", "");
   }
   return "";
+}
+
+int64_t ConditionHeartbeat(const Json& object, const std::string& type) {
+  const Json& conditions = Field(object, "status", "conditions");
+  if (!conditions.is_array()) return 0;
+  for (const Json& c : conditions) {
+    if (c.value("type", "") != type) continue;
+    absl::Time at;
+    std::string error;
+    if (!absl::ParseTime(absl::RFC3339_full, c.value("lastHeartbeatTime", ""), &at, &error)) {
+      return 0;
+    }
+    return absl::ToUnixSeconds(at);
+  }
+  return 0;
 }
 
 bool PodRunningAndReady(const Json& pod) {

@@ -66,6 +66,9 @@ bool HasLabel(const kube::Json& object, const std::string& key);
 bool HasAnnotation(const kube::Json& object, const std::string& key);
 // The status of condition `type` in status.conditions ("True", "False", ...), or "".
 std::string ConditionStatus(const kube::Json& object, const std::string& type);
+// The lastHeartbeatTime of condition `type` in seconds since the epoch (a Node's conditions carry
+// one); 0 when absent or unparseable.
+int64_t ConditionHeartbeat(const kube::Json& object, const std::string& type);
 // A pod that is Running and Ready and not being deleted.
 bool PodRunningAndReady(const kube::Json& pod);
 // spec.unschedulable.

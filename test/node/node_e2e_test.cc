@@ -9,6 +9,8 @@
 // prerequisite failed is skipped, naming it.
 #include <cctype>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
 
 #include <gmock/gmock.h>
@@ -64,7 +66,7 @@ struct State {
   bool probe_running = false;
   std::map<std::string, std::string> containerd_before;  // /etc/containerd before the install
   std::map<std::string, std::string> cdi_before;         // /etc/cdi and /var/run/cdi
-  absl::Time node_ready_at;
+  absl::Time installed_at;
 };
 State& S() {
   static State state;
@@ -142,7 +144,6 @@ class NodeE2ETest : public ::testing::Test {
     S().images = true;
     S().containerd_before = SnapshotTree(Cluster().node().etc_containerd);
     S().cdi_before = CdiSnapshot();
-    S().node_ready_at = absl::Now();
   }
 
   void SetUp() override {
@@ -264,6 +265,7 @@ TEST_F(NodeE2ETest, HelmInstallsTheOperator) {
   ASSERT_TRUE(helm.ok()) << helm.status();
   ASSERT_EQ(helm->exit_code, 0) << helm->output;
   S().installed = true;
+  S().installed_at = absl::Now();
 }
 
 TEST_F(NodeE2ETest, OperatorRunsAsAPodWithItsServiceAccount) {
@@ -342,7 +344,7 @@ TEST_F(NodeE2ETest, EveryComponentRunsAndThePolicyGoesReady) {
         return absl::StrJoin(missing, "; ");
       });
   S().components_ready = ready.ok();
-  GPUOP_EXPECTED_FAILURE("issues 12 and 13 (runtime class, CDI, device plugin defaults)", ready);
+  EXPECT_TRUE(ready.ok()) << ready;
 }
 
 TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
@@ -355,12 +357,12 @@ TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
         if (count == "8") return std::string();
         return absl::StrCat("allocatable nvidia.com/gpu: \"", count, "\"");
       });
-  if (allocatable.ok()) {
-    S().allocatable = true;
-    std::printf("[node] node Ready -> nvidia.com/gpu allocatable after install: %s\n",
-                absl::FormatDuration(absl::Now() - S().node_ready_at).c_str());
-  }
-  GPUOP_EXPECTED_FAILURE("issues 12 and 13 (GPU components on a real node)", allocatable);
+  S().allocatable = allocatable.ok();
+  ASSERT_TRUE(allocatable.ok()) << allocatable;
+  std::printf(
+      "[node] helm install -> nvidia.com/gpu: 8 allocatable: %s (driver container "
+      "started by the install)\n",
+      absl::FormatDuration(absl::Now() - S().installed_at).c_str());
 }
 
 // What the probe in the user pod reported (one JSON object on its first line of output).
@@ -450,7 +452,8 @@ TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
   absl::Status probed = WaitUntil("the probe's report", absl::Seconds(30),
                                   [&]() -> absl::StatusOr<bool> { return ProbeReport().ok(); });
   ASSERT_TRUE(probed.ok()) << probed;
-  GPUOP_EXPECTED_FAILURE("issue 13 (CDI that runs CUDA)", CheckProbe());
+  const absl::Status probe = CheckProbe();
+  EXPECT_TRUE(probe.ok()) << probe;
 }
 
 absl::Status AwaitAllocatable(absl::Duration timeout) {
@@ -495,22 +498,60 @@ absl::Status AwaitSameContainer(const std::string& path, const std::string& id) 
                    });
 }
 
+// How long after the kubelet is back its Node reports Ready, and how long after that the GPUs
+// are allocatable again: the driver is already there, so this is the device plugin noticing the
+// new kubelet and registering again. Printed for the benchmark notes, never asserted.
+void MeasureReadyToAllocatable(absl::Time restarted) {
+  std::optional<absl::Time> ready, allocatable;
+  bool dropped = false;
+  const absl::Time deadline = absl::Now() + absl::Minutes(2);
+  while (absl::Now() < deadline && !allocatable.has_value()) {
+    absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+    if (node.ok()) {
+      const std::string count = Allocatable(*node, "nvidia.com/gpu");
+      dropped = dropped || count != "8";
+      if (!ready.has_value() && ConditionStatus(*node, "Ready") == "True" &&
+          ConditionHeartbeat(*node, "Ready") >= absl::ToUnixSeconds(restarted)) {
+        ready = absl::Now();
+      }
+      if (ready.has_value() && count == "8" && dropped) allocatable = absl::Now();
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  if (!ready.has_value() || !allocatable.has_value()) {
+    std::printf("[node] kubelet restart: %s\n",
+                !ready.has_value() ? "no fresh Ready heartbeat seen"
+                                   : "allocatable never dropped below 8 and came back");
+    return;
+  }
+  std::printf(
+      "[node] kubelet restart -> node Ready %s; node Ready -> nvidia.com/gpu: 8 "
+      "allocatable %s (driver present)\n",
+      absl::FormatDuration(*ready - restarted).c_str(),
+      absl::FormatDuration(*allocatable - *ready).c_str());
+}
+
 // Restarts `component` and expects the watched pod's container to be the same one, never
-// restarted, once the node has it back.
-void RestartKeepsTheWatchedPod(Component component) {
+// restarted, once the node has it back; `after_start` runs as soon as the component is started.
+void RestartKeepsTheWatchedPod(Component component,
+                               const std::function<void(absl::Time)>& after_start = nullptr) {
   absl::StatusOr<std::string> path = WatchedPodPath();
   ASSERT_TRUE(path.ok()) << path.status();
   absl::StatusOr<json> before = Get(*path);
   ASSERT_TRUE(before.ok()) << before.status();
   const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
   ASSERT_TRUE(Cluster().StopComponent(component).ok());
+  const absl::Time restarted = absl::Now();
   ASSERT_TRUE(Cluster().StartComponent(component).ok());
+  if (after_start) after_start(restarted);
   EXPECT_TRUE(AwaitSameContainer(*path, id).ok()) << *path;
 }
 
 TEST_F(NodeE2ETest, AfterAKubeletRestartTheNodeAndItsPodsComeBack) {
   if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
-  RestartKeepsTheWatchedPod(Component::kKubelet);
+  RestartKeepsTheWatchedPod(Component::kKubelet, [](absl::Time restarted) {
+    if (S().allocatable) MeasureReadyToAllocatable(restarted);
+  });
   // The device plugin notices the new kubelet and registers again.
   if (!S().allocatable) {
     GTEST_SKIP() << "GPUs re-registering needs EightGpusBecomeAllocatableThroughTheRealKubelet";

@@ -19,8 +19,8 @@ constexpr char kPartOfLabel[] = "app.kubernetes.io/part-of";
 constexpr char kNvidiaRuntimeClass[] = "nvidia";
 // The init container of the components that wait for the driver (ComponentSpec).
 const std::vector<std::string> kWaitForDriver = {
-    "gpuop-agent", "validate",      "--probe", "--wait", "--checks=driver",
-    "--status-dir=/run/gpuop/validations"};
+    "gpuop-agent", "validate",        "--probe",
+    "--wait",      "--checks=driver", "--status-dir=/run/gpuop/validations"};
 
 Json Labels(const std::string& component, const std::string& name) {
   return {{kManagedByLabel, kManagedByValue},
@@ -170,23 +170,24 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
                    {"containers", Json::array({container})},
                    {"volumes", volumes}};
   if (s.waits_for_driver) {
-    const bool has_run_gpuop = std::any_of(s.mounts.begin(), s.mounts.end(),
-                                           [](const render::HostMount& m) { return m.name == "run-gpuop"; });
+    const bool has_run_gpuop =
+        std::any_of(s.mounts.begin(), s.mounts.end(),
+                    [](const render::HostMount& m) { return m.name == "run-gpuop"; });
     if (!has_run_gpuop) {
       pod_spec["volumes"].push_back(
           {{"name", "run-gpuop"},
            {"hostPath", {{"path", "/run/gpuop"}, {"type", "DirectoryOrCreate"}}}});
     }
-    pod_spec["initContainers"] =
-        Json::array({{{"name", "wait-for-driver"},
-                      {"image", policy.image},
-                      {"imagePullPolicy", policy.image_pull_policy},
-                      {"command", kWaitForDriver},
-                      {"resources", resources},
-                      {"securityContext", security},
-                      {"volumeMounts", Json::array({{{"name", "run-gpuop"},
-                                                     {"mountPath", "/run/gpuop"},
-                                                     {"readOnly", true}}})}}});
+    pod_spec["initContainers"] = Json::array(
+        {{{"name", "wait-for-driver"},
+          {"image", policy.image},
+          {"imagePullPolicy", policy.image_pull_policy},
+          {"command", kWaitForDriver},
+          {"resources", resources},
+          {"securityContext", security},
+          {"volumeMounts",
+           Json::array(
+               {{{"name", "run-gpuop"}, {"mountPath", "/run/gpuop"}, {"readOnly", true}}})}}});
   }
   if (!node_selector.empty()) pod_spec["nodeSelector"] = node_selector;
   if (!s.affinity.is_null()) pod_spec["affinity"] = s.affinity;

@@ -316,9 +316,9 @@ TEST(RenderTest, DisabledComponentsAreNotRendered) {
 // the validator and discovery do not wait; without a validator nothing waits (nothing would
 // write the file).
 TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
-  const std::set<std::string> waiting = {"gpuop-labels", "gpuop-device-plugin", "gpuop-health",
-                                         "gpuop-exporter", "gpuop-mig-manager",
-                                         "gpuop-power-manager"};
+  const std::set<std::string> waiting = {"gpuop-labels",      "gpuop-device-plugin",
+                                         "gpuop-health",      "gpuop-exporter",
+                                         "gpuop-mig-manager", "gpuop-power-manager"};
   std::set<std::string> seen;
   for (const Json& o : Render(Scenarios()[1].input)) {
     if (o["kind"] != "DaemonSet") continue;

@@ -396,9 +396,10 @@ absl::Status Validate(const Scenario& scenario) {
 
 absl::StatusOr<Scenario> Parse(const YAML::Node& root, absl::string_view origin,
                                absl::string_view node_seed) {
-  GPUOP_RETURN_IF_ERROR(CheckKeys(root, "",
-                                  {"name", "uuid_seed", "device_nodes", "module_device_nodes", "driver", "models", "gpus",
-                                   "nvswitches", "topology", "timeline"}));
+  GPUOP_RETURN_IF_ERROR(
+      CheckKeys(root, "",
+                {"name", "uuid_seed", "device_nodes", "module_device_nodes", "driver", "models",
+                 "gpus", "nvswitches", "topology", "timeline"}));
   Scenario scenario;
   scenario.name = std::string(origin);
   if (root["name"]) {
