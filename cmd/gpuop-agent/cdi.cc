@@ -138,6 +138,32 @@ int GenerateOnce(const Flags& command_flags) {
   return failures;
 }
 
+// Removes what `generate` wrote: gpuop's spec files in `output_dir` and the hook it installed.
+// Returns the number of failures (a file already gone is none).
+int RemoveOnce(const Flags& flags) {
+  int failures = 0;
+  std::vector<std::filesystem::path> files;
+  for (const char* name : {agent::cdi::kNvidiaSpecFileName, agent::cdi::kAmdSpecFileName}) {
+    files.push_back(std::filesystem::path(flags.output_dir) / name);
+  }
+  if (!flags.hook_path.empty()) {
+    files.push_back(flags.hook_install_dir.empty()
+                        ? Files(flags).Open(flags.hook_path)
+                        : std::filesystem::path(flags.hook_install_dir) /
+                              std::filesystem::path(flags.hook_path).filename());
+  }
+  for (const std::filesystem::path& file : files) {
+    std::error_code ec;
+    if (std::filesystem::remove(file, ec)) {
+      std::printf("cdi: removed %s\n", file.c_str());
+    } else if (ec) {
+      std::fprintf(stderr, "cdi: remove %s: %s\n", file.c_str(), ec.message().c_str());
+      ++failures;
+    }
+  }
+  return failures;
+}
+
 }  // namespace
 
 void AddCdiCommand(CLI::App& app) {
@@ -177,6 +203,16 @@ void AddCdiCommand(CLI::App& app) {
                    "Seconds between looks at the driver root, its sockets and /dev (regenerates "
                    "when they change)")
       ->capture_default_str();
+  CLI::App* remove = cdi->add_subcommand(
+      "remove", "Remove gpuop's CDI specs and the hook generate installed (uninstall)");
+  AddHardwareFlags(*remove, flags->hardware);
+  remove->add_option("--output-dir", flags->output_dir, "Where the specs are")
+      ->capture_default_str();
+  remove->add_option("--hook-path", flags->hook_path, "The hook as the host sees it")
+      ->capture_default_str();
+  remove->add_option("--hook-install-dir", flags->hook_install_dir,
+                     "Where this process sees the hook's directory; default: under --host-root");
+  remove->callback([flags] { std::exit(RemoveOnce(*flags) == 0 ? 0 : 1); });
   cdi->require_subcommand(1);
   generate->callback([flags] {
     if (!flags->watch) std::exit(GenerateOnce(*flags) == 0 ? 0 : 1);

@@ -71,7 +71,7 @@ class Accelerators {
     std::fflush(stderr);
     reported = missing;
     if (!wait) std::exit(1);
-    if (common::TerminationSignalPending(absl::Seconds(2))) std::exit(1);
+    if (common::TerminationSignalPending(absl::Seconds(1))) std::exit(1);
   }
 }
 

@@ -7,6 +7,7 @@
 namespace gpuop::cmd {
 
 void AddRunCommand(CLI::App& app);
+void AddUninstallCommand(CLI::App& app);
 
 }  // namespace gpuop::cmd
 

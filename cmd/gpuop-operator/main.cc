@@ -8,5 +8,6 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   gpuop::common::AddVersionFlag(app, "gpuop-operator");
   gpuop::cmd::AddRunCommand(app);
+  gpuop::cmd::AddUninstallCommand(app);
   return gpuop::common::RunCli(app, argc, argv);
 }

@@ -37,7 +37,7 @@ expect_kinds() {
 # Defaults.
 args=()
 render
-all="ClusterRole ClusterRoleBinding Deployment GPUClusterPolicy Role RoleBinding Service ServiceAccount "
+all="ClusterRole ClusterRoleBinding Deployment GPUClusterPolicy Job Role RoleBinding Service ServiceAccount "
 expect_kinds "$all"
 for line in "replicas: 1" "image: ghcr.io/gpuop/gpuop:0.1.0" "imagePullPolicy: IfNotPresent" \
     "serviceAccountName: gpuop-operator" "priorityClassName: system-cluster-critical" \
@@ -63,6 +63,14 @@ verbs=$(doc ClusterRole | grep -A3 -- '- apiGroups: \[""\]' | grep -A2 'resource
 [[ $verbs == "[get, list, watch, patch, update]" ]] || fail "the operator's verbs on nodes are '$verbs'"
 for text in "dnsPolicy" "KUBERNETES_SERVICE" "host: 127.0.0.1"; do lacks Deployment "$text"; done
 for text in "hostNetwork" "apiServer"; do lacks GPUClusterPolicy "$text"; done
+# The uninstall hook: a pre-delete Job with the operator's account, unprivileged.
+for line in 'helm.sh/hook: pre-delete' 'helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded' \
+    "serviceAccountName: gpuop-operator" "- uninstall" "- --namespace=gpuop-system" \
+    "- --deployment=gpuop-operator" "- --step-timeout=300" "privileged: false" \
+    "runAsNonRoot: true" "readOnlyRootFilesystem: true"; do
+  has Job "$line"
+done
+for text in "hostPath" "hostNetwork"; do lacks Job "$text"; done
 has Service "port: 8080"
 has GPUClusterPolicy "name: default"
 has GPUClusterPolicy "image: ghcr.io/gpuop/gpuop:0.1.0"
@@ -82,7 +90,7 @@ done
 # Two replicas: a PodDisruptionBudget keeps one.
 args=(--set operator.replicas=2)
 render "${args[@]}"
-expect_kinds "${all/GPUClusterPolicy /GPUClusterPolicy PodDisruptionBudget }"
+expect_kinds "${all/Job /Job PodDisruptionBudget }"
 has Deployment "replicas: 2"
 has PodDisruptionBudget "minAvailable: 1"
 
@@ -97,10 +105,15 @@ if "$helm" template gpuop "$chart" --set metrics.serviceMonitor.enabled=true \
 fi
 grep -qF "needs metrics.service.enabled" "$tmp/err" || fail "unclear error: $(cat "$tmp/err")"
 
+# No uninstall hook on request.
+args=(--set uninstall.enabled=false)
+render "${args[@]}"
+expect_kinds "${all/Job /}"
+
 # No policy; no Service; no priority class.
 args=(--set clusterPolicy.create=false --set metrics.service.enabled=false --set operator.priorityClassName=)
 render "${args[@]}"
-expect_kinds "ClusterRole ClusterRoleBinding Deployment Role RoleBinding ServiceAccount "
+expect_kinds "ClusterRole ClusterRoleBinding Deployment Job Role RoleBinding ServiceAccount "
 lacks Deployment priorityClassName
 
 # The image, its pull policy and pull secrets reach the Deployment and the policy's components.
@@ -141,6 +154,10 @@ for line in "hostNetwork: true" "host: 127.0.0.1" "port: 16443" "imagePullPolicy
   has GPUClusterPolicy "$line"
 done
 has Service "port: 18080"
+for line in "hostNetwork: true" "dnsPolicy: ClusterFirstWithHostNet" 'value: "127.0.0.1"' \
+    'value: "16443"' "imagePullPolicy: Never"; do
+  has Job "$line"
+done
 # An IPv6 address goes as it is (the in-cluster config adds the brackets).
 args=(--set apiServer.host=fd00::1 --set apiServer.port=6443)
 render "${args[@]}"
