@@ -234,6 +234,18 @@ int WaitFor(pid_t child) {
   ExitLike(WaitFor(child));
 }
 
+// "/A=/B" as (/A, /B); false, with a message naming `flag` and `want`, for anything else.
+bool ParsePathPair(const std::string& flag, const std::string& spec, const char* want,
+                   std::pair<std::string, std::string>& out) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || spec[0] != '/' || eq + 1 >= spec.size() || spec[eq + 1] != '/') {
+    std::fprintf(stderr, "gpuop-node-sandbox: %s %s: want %s\n", flag.c_str(), spec.c_str(), want);
+    return false;
+  }
+  out = {spec.substr(0, eq), spec.substr(eq + 1)};
+  return true;
+}
+
 int Init(int argc, char** argv) {
   std::string ready_file;
   std::vector<std::pair<std::string, std::string>> binds;
@@ -244,26 +256,16 @@ int Init(int argc, char** argv) {
     if (arg == "--ready-file" && i + 1 < argc) {
       ready_file = argv[++i];
     } else if (arg == "--bind" && i + 1 < argc) {
-      const std::string spec = argv[++i];
-      const size_t eq = spec.find('=');
-      if (eq == std::string::npos || spec[0] != '/' || spec[eq + 1] != '/') {
-        std::fprintf(stderr, "gpuop-node-sandbox: --bind %s: want HOST_DIR=NODE_PATH\n",
-                     spec.c_str());
-        return 2;
-      }
-      binds.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+      std::pair<std::string, std::string> bind;
+      if (!ParsePathPair(arg, argv[++i], "HOST_DIR=NODE_PATH", bind)) return 2;
+      binds.push_back(std::move(bind));
     } else if (arg == "--private-dev") {
       private_dev = true;
     } else if (arg == "--pci-bus" && i + 1 < argc) {
-      const std::string spec = argv[++i];
-      const size_t eq = spec.find('=');
-      if (eq == std::string::npos || spec[0] != '/' || spec[eq + 1] != '/') {
-        std::fprintf(stderr, "gpuop-node-sandbox: --pci-bus %s: want FAKE_SYSFS=STAGE_DIR\n",
-                     spec.c_str());
-        return 2;
-      }
-      fake_sysfs = spec.substr(0, eq);
-      sysfs_stage = spec.substr(eq + 1);
+      std::pair<std::string, std::string> bus;
+      if (!ParsePathPair(arg, argv[++i], "FAKE_SYSFS=STAGE_DIR", bus)) return 2;
+      fake_sysfs = bus.first;
+      sysfs_stage = bus.second;
     } else {
       Usage();
       return 2;
