@@ -126,13 +126,30 @@ TEST_F(OperatorIntegrationTest, ConvergesPrunesAndReportsStatus) {
   EXPECT_FALSE((*exporter)["metadata"]["annotations"].value("gpuop.io/spec-hash", "").empty());
 
   // Status: observed, two of its nodes counted, and not Ready: nothing runs the DaemonSets here.
+  // Waits for the state asserted below, not for the first status written: right after the
+  // DaemonSets are created the Ready message can still say one is "not created yet".
   kube::Json status;
-  ASSERT_TRUE(WaitFor("policy status", [&] {
-                auto policy = client_->Get(op::kGpuClusterPolicies, "", "default");
-                if (!policy.ok() || !policy->contains("status")) return false;
-                status = (*policy)["status"];
-                return status.value("observedGeneration", 0) == (*policy)["metadata"]["generation"];
-              }).ok());
+  auto settled = [](const kube::Json& st) {
+    if (!st.contains("conditions") || !st["conditions"].is_array()) return false;
+    for (const auto& c : st["conditions"]) {
+      if (c.value("type", "") == "Ready" &&
+          c.value("message", "").find("waiting for the DaemonSet controller") !=
+              std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const bool waited =
+      WaitFor("policy status", [&] {
+        auto policy = client_->Get(op::kGpuClusterPolicies, "", "default");
+        if (!policy.ok() || !policy->contains("status")) return false;
+        status = (*policy)["status"];
+        return status.value("observedGeneration", 0) == (*policy)["metadata"]["generation"] &&
+               status.contains("nodes") && status["nodes"].is_object() &&
+               status["nodes"].value("total", 0) >= 2 && settled(status);
+      }).ok();
+  EXPECT_TRUE(waited) << status.dump();
   EXPECT_GE(status["nodes"]["total"].get<int>(), 2);
   bool saw_ready = false;
   for (const auto& c : status["conditions"]) {
