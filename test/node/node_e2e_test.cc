@@ -7,11 +7,9 @@
 // the operator runs, the node is found, the components run, GPUs become allocatable, a pod gets
 // two of them, the kubelet and containerd restart, the chart is uninstalled. A step whose
 // prerequisite failed is skipped, naming it.
-#include <cctype>
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,15 +19,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "agent/podresources/pod_resources.h"
-#include "common/files.h"
 #include "common/process.h"
 #include "test/cluster/cluster_environment.h"
 #include "test/cluster/ports.h"
 #include "test/cluster/test_api.h"
 #include "test/e2e/operator_e2e_util.h"
+#include "test/node/node_e2e_reports.h"
 #include "test/node/node_e2e_util.h"
 
 namespace gpuop::test {
@@ -96,35 +92,13 @@ absl::StatusOr<json> Get(const std::string& path) {
   return Api()->Get(path);
 }
 
-// Pods of `ns` whose name starts with `prefix`, as "name: phase ready/not ready" lines.
+// Every pod of `ns`.
 absl::StatusOr<std::vector<json>> Pods(const std::string& ns) {
   absl::StatusOr<json> list = Get(absl::StrCat("/api/v1/namespaces/", ns, "/pods"));
   if (!list.ok()) return list.status();
   std::vector<json> out;
   for (const json& pod : (*list)["items"]) out.push_back(pod);
   return out;
-}
-
-std::string PodSummary(const json& pod) {
-  std::string out =
-      absl::StrCat(pod["metadata"].value("name", "?"), " ", pod["status"].value("phase", "?"));
-  if (pod["status"].contains("containerStatuses")) {
-    for (const json& c : pod["status"]["containerStatuses"]) {
-      const json& state = c.value("state", json::object());
-      for (const auto& [kind, detail] : state.items()) {
-        absl::StrAppend(&out, " [", c.value("name", "?"), " ", kind);
-        if (detail.contains("reason")) absl::StrAppend(&out, " ", detail.value("reason", ""));
-        if (detail.contains("message")) absl::StrAppend(&out, ": ", detail.value("message", ""));
-        absl::StrAppend(&out, " restarts=", c.value("restartCount", 0), "]");
-      }
-    }
-  }
-  return out;
-}
-
-std::string Allocatable(const json& node, const std::string& resource) {
-  const json& alloc = node["status"].value("allocatable", json::object());
-  return alloc.value(resource, "");
 }
 
 class NodeE2ETest : public ::testing::Test {
@@ -358,28 +332,6 @@ TEST_F(NodeE2ETest, EveryComponentRunsAndThePolicyGoesReady) {
   EXPECT_TRUE(ready.ok()) << ready;
 }
 
-// When the device plugin logged "serving nvidia.com/gpu" (after registering with the kubelet),
-// from the timestamp that starts each line of the kubelet's CRI log file.
-std::optional<absl::Time> DevicePluginServingAt() {
-  std::error_code ec;
-  for (const auto& pod : fs::directory_iterator(Cluster().node().pod_logs, ec)) {
-    const std::string dir = pod.path().filename().string();
-    if (!absl::StartsWith(dir, absl::StrCat(kNamespace, "_gpuop-device-plugin"))) continue;
-    absl::StatusOr<std::string> log = common::ReadFile(pod.path() / "device-plugin" / "0.log");
-    if (!log.ok()) continue;
-    for (absl::string_view line : absl::StrSplit(*log, '\n')) {
-      if (!absl::StrContains(line, "device-plugin: serving nvidia.com/gpu")) continue;
-      absl::Time at;
-      std::string error;
-      if (absl::ParseTime(absl::RFC3339_full, std::string(line.substr(0, line.find(' '))), &at,
-                          &error)) {
-        return at;
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
   if (!S().node_found) GTEST_SKIP() << "needs NodeIsFoundAsAGpuNodeWithoutLabelsAddedByHand";
   absl::Status allocatable = AwaitDone(
@@ -406,7 +358,9 @@ TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
     std::printf("[node] driver answering (driver-ready) -> nvidia.com/gpu: 8 allocatable: %s\n",
                 absl::FormatDuration(seen - driver_ready).c_str());
     // Split at the device plugin's registration (its log line, stamped by the kubelet's CRI log).
-    if (std::optional<absl::Time> serving = DevicePluginServingAt(); serving.has_value()) {
+    if (std::optional<absl::Time> serving =
+            DevicePluginServingAt(Cluster().node().pod_logs, kNamespace);
+        serving.has_value()) {
       std::printf(
           "[node]   driver-ready -> device plugin registered: %s; registered -> Node "
           "allocatable (the kubelet's node status sync): %s\n",
@@ -416,64 +370,6 @@ TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
   } else {
     std::printf("[node] no %s to time from\n", ready_file.c_str());
   }
-}
-
-// What the probe in the user pod reported (one JSON object on its first line of output).
-absl::StatusOr<json> ProbeReport() {
-  absl::StatusOr<std::string> log =
-      ContainerLog(Cluster().node().pod_logs, kWorkloads, kProbePod, "probe");
-  if (!log.ok()) return log.status();
-  const size_t end = log->find('\n');
-  json report = json::parse(log->substr(0, end), nullptr, false);
-  if (report.is_discarded()) return absl::InvalidArgumentError("probe output is not JSON: " + *log);
-  return report;
-}
-
-// The device IDs the kubelet's PodResources API lists for the probe's container.
-absl::StatusOr<std::set<std::string>> ProbeDevicesFromKubelet() {
-  auto lister = agent::podresources::NewKubeletPodLister(Cluster().node().var_lib_kubelet /
-                                                         "pod-resources" / "kubelet.sock");
-  absl::StatusOr<std::vector<agent::podresources::PodDevice>> devices =
-      lister->List(absl::Seconds(10));
-  if (!devices.ok()) return devices.status();
-  std::set<std::string> ids;
-  for (const auto& d : *devices) {
-    if (d.pod_namespace == kWorkloads && d.pod == kProbePod && d.resource == "nvidia.com/gpu") {
-      ids.insert(d.device_id);
-    }
-  }
-  return ids;
-}
-
-absl::Status CheckProbe() {
-  absl::StatusOr<json> report = ProbeReport();
-  if (!report.ok()) return report.status();
-  std::vector<std::string> problems;
-  int gpu_nodes = 0;
-  for (const json& dev : report->value("dev_nodes", json::array())) {
-    const std::string name = dev.is_string() ? dev.get<std::string>() : dev.dump();
-    if (name.find("nvidia") != std::string::npos && std::isdigit(name.back())) ++gpu_nodes;
-  }
-  if (gpu_nodes != 2) problems.push_back(absl::StrCat(gpu_nodes, " /dev/nvidiaN nodes, want 2"));
-  const json nvml = report->value("nvml", json::object());
-  const json cuda = report->value("cuda", json::object());
-  if (!nvml.value("loaded", false)) problems.push_back("libnvidia-ml.so.1 did not load");
-  if (!cuda.value("loaded", false)) problems.push_back("libcuda.so.1 did not load");
-  std::set<std::string> uuids;
-  for (const json& u : nvml.value("uuids", json::array())) {
-    if (u.is_string()) uuids.insert(u.get<std::string>());
-  }
-  if (uuids.size() != 2) problems.push_back(absl::StrCat("NVML shows ", uuids.size(), " GPUs"));
-  absl::StatusOr<std::set<std::string>> kubelet = ProbeDevicesFromKubelet();
-  if (!kubelet.ok()) {
-    problems.push_back(absl::StrCat("PodResources: ", kubelet.status().ToString()));
-  } else if (*kubelet != uuids) {
-    problems.push_back(absl::StrCat("PodResources lists ", absl::StrJoin(*kubelet, ","),
-                                    " but NVML shows ", absl::StrJoin(uuids, ",")));
-  }
-  if (problems.empty()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat(absl::StrJoin(problems, "; "), "; report: ", report->dump()));
 }
 
 TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
@@ -502,10 +398,12 @@ TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
       });
   ASSERT_TRUE(running.ok()) << running;
   S().probe_running = true;
-  absl::Status probed = WaitUntil("the probe's report", absl::Seconds(30),
-                                  [&]() -> absl::StatusOr<bool> { return ProbeReport().ok(); });
+  absl::Status probed =
+      WaitUntil("the probe's report", absl::Seconds(30), [&]() -> absl::StatusOr<bool> {
+        return ProbeReport(Cluster().node().pod_logs, kWorkloads, kProbePod).ok();
+      });
   ASSERT_TRUE(probed.ok()) << probed;
-  const absl::Status probe = CheckProbe();
+  const absl::Status probe = CheckProbe(Cluster().node(), kWorkloads, kProbePod);
   EXPECT_TRUE(probe.ok()) << probe;
 }
 
