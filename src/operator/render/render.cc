@@ -184,7 +184,11 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
           {"imagePullPolicy", policy.image_pull_policy},
           {"command", kWaitForDriver},
           {"resources", resources},
-          {"securityContext", security},
+          // It only reads a file: no privilege, whatever the component needs.
+          {"securityContext",
+           {{"allowPrivilegeEscalation", false},
+            {"readOnlyRootFilesystem", true},
+            {"capabilities", {{"drop", Json::array({"ALL"})}}}}},
           {"volumeMounts",
            Json::array(
                {{{"name", "run-gpuop"}, {"mountPath", "/run/gpuop"}, {"readOnly", true}}})}}});

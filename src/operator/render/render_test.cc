@@ -332,6 +332,8 @@ TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
     EXPECT_EQ(init["command"], Json({"gpuop-agent", "validate", "--probe", "--wait",
                                      "--checks=driver", "--status-dir=/run/gpuop/validations"}));
     EXPECT_EQ(init["volumeMounts"][0]["mountPath"], "/run/gpuop") << name;
+    EXPECT_FALSE(init["securityContext"].contains("privileged")) << name;
+    EXPECT_EQ(init["securityContext"]["capabilities"]["drop"], Json({"ALL"})) << name;
     bool has_volume = false;
     for (const Json& v : pod["volumes"]) has_volume = has_volume || v["name"] == "run-gpuop";
     EXPECT_TRUE(has_volume) << name;
