@@ -37,7 +37,7 @@ mig-configs:
 )";
 constexpr char kDevicePlugin[] = "gpuop.io/deploy.device-plugin";
 constexpr char kExporter[] = "gpuop.io/deploy.exporter";
-constexpr char kDcgm[] = "gpuop.io/deploy.dcgm";
+constexpr char kHealth[] = "gpuop.io/deploy.health";
 constexpr char kComponentLabel[] = "app.kubernetes.io/component";
 
 class AgentMigIntegrationTest : public ::testing::Test {
@@ -113,7 +113,7 @@ class AgentMigIntegrationTest : public ::testing::Test {
         if (labels[kDevicePlugin] == mig::kPausedValue && !pod_deleted_) {
           state_when_paused_ = labels[mig::kStateLabel];
           paused_labels_ =
-              absl::StrCat(labels[kDevicePlugin], " ", labels[kExporter], " ", labels[kDcgm]);
+              absl::StrCat(labels[kDevicePlugin], " ", labels[kExporter], " ", labels[kHealth]);
           EXPECT_TRUE(client_
                           ->Delete(resources::kPods, ns_, "gpuop-device-plugin-x1",
                                    {.grace_period_seconds = 0})
@@ -135,7 +135,7 @@ class AgentMigIntegrationTest : public ::testing::Test {
     auto labels = Meta("labels");
     EXPECT_EQ(labels[kDevicePlugin], "true");
     EXPECT_EQ(labels[kExporter], "false");
-    EXPECT_FALSE(labels.contains(kDcgm));
+    EXPECT_FALSE(labels.contains(kHealth));
     EXPECT_EQ(labels["team"], "ml");
     EXPECT_FALSE(Meta("annotations").contains(mig::kPauseRecordAnnotation));
   }

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -168,9 +169,14 @@ class LeaderElectionIntegrationTest : public ::testing::Test {
     store_ = std::make_unique<kube::ClientLeaseStore>(*client_);
   }
 
+  // Waits until `candidate` holds the Lease and its work has started: IsLeader() turns true just
+  // before the elector hands the work to its own thread, so the log entry may come a moment later.
   absl::Status AwaitLeader(Candidate& candidate, const std::string& name) {
     return WaitUntil(absl::StrCat(name, " leads"), absl::Seconds(30),
-                     [&]() -> absl::StatusOr<bool> { return candidate.elector().IsLeader(); });
+                     [&]() -> absl::StatusOr<bool> {
+                       return candidate.elector().IsLeader() &&
+                              absl::EndsWith(log_.Summary(), absl::StrCat("+", name));
+                     });
   }
   // Waits until `candidate` has seen `leader` holding the Lease, so it campaigns against it.
   absl::Status AwaitObserved(Candidate& candidate, const std::string& leader) {

@@ -178,13 +178,16 @@ TEST_F(OperatorIntegrationTest, ConvergesPrunesAndReportsStatus) {
                 return Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver");
               }).ok());
 
-  // Deleting the policy removes every operand and the operator's node labels.
+  // Deleting the policy removes every operand and the operator's node labels but the drivers:
+  // no driver is taken away under running workloads without the upgrade's ceremony.
   ASSERT_TRUE(client_->Delete(op::kGpuClusterPolicies, "", "default").ok());
-  EXPECT_TRUE(WaitFor("everything pruned", [&] {
-                return !Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver") &&
-                       !Exists(kube::resources::kServiceAccounts, ns_, "gpuop-health") &&
+  EXPECT_TRUE(WaitFor("everything but the drivers pruned", [&] {
+                return !Exists(kube::resources::kServiceAccounts, ns_, "gpuop-health") &&
                        Label(gpu_a_, "gpuop.io/managed").empty();
               }).ok());
+  EXPECT_TRUE(Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver"));
+  EXPECT_TRUE(Exists(kube::resources::kServiceAccounts, ns_, "gpuop-driver"));
+  EXPECT_EQ(Label(gpu_a_, "gpuop.io/deploy.driver"), "true");
   replica.Stop();
   EXPECT_TRUE(replica.result().ok()) << replica.result();
 }

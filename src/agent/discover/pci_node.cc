@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "agent/labels/inventory.h"
 #include "hw/pci/sysfs.h"
 #include "kube/client/resource.h"
 
@@ -49,7 +50,10 @@ absl::StatusOr<PciNodeVerdict> ScanPciNode(const std::string& sysfs_root) {
     return absl::Status(inventory.status().code(),
                         absl::StrCat("scan PCI devices: ", inventory.status().message()));
   }
-  return ClassifyPci(*inventory);
+  PciNodeVerdict verdict = ClassifyPci(*inventory);
+  verdict.nvidia_module_loaded = hw::sysfs::Exists(hw::sysfs::Join(sysfs_root, "module/nvidia"));
+  verdict.nouveau_loaded = hw::sysfs::Exists(hw::sysfs::Join(sysfs_root, "module/nouveau"));
+  return verdict;
 }
 
 std::map<std::string, std::string> DiscoveryLabels(const PciNodeVerdict& verdict) {
@@ -57,6 +61,10 @@ std::map<std::string, std::string> DiscoveryLabels(const PciNodeVerdict& verdict
   std::map<std::string, std::string> labels = {
       {kGpuPresentLabel, verdict.present() ? "true" : "false"}};
   if (verdict.present()) labels[kGpuVendorLabel] = verdict.vendor();
+  if (!verdict.nvidia.empty() && verdict.nvidia_module_loaded) {
+    labels[kDriverPreinstalledLabel] = "true";
+  }
+  if (!verdict.nvidia.empty() && verdict.nouveau_loaded) labels[kNouveauLoadedLabel] = "true";
   return labels;
 }
 

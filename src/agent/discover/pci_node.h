@@ -36,6 +36,15 @@ struct PciNodeVerdict {
   // One line per sysfs file that could not be read, naming it.
   std::vector<std::string> problems;
 
+  // <sysfs>/module/nvidia exists: the NVIDIA kernel module is loaded. Discovery runs before the
+  // operator manages the node, so no gpuop driver container can have loaded it: the host has a
+  // driver of its own.
+  bool nvidia_module_loaded = false;
+  // <sysfs>/module/nouveau exists: the open-source driver holds the GPUs, and NVIDIA's driver
+  // container cannot load its modules until nouveau is unloaded (or blacklisted and the node
+  // rebooted).
+  bool nouveau_loaded = false;
+
   bool present() const { return !nvidia.empty() || !amd.empty(); }
   // "nvidia", "amd", "mixed"; "" without GPUs.
   std::string vendor() const;
@@ -50,8 +59,12 @@ PciNodeVerdict ClassifyPci(const hw::PciInventory& inventory);
 // other errors when the bus cannot be listed. Reads only; never throws.
 [[nodiscard]] absl::StatusOr<PciNodeVerdict> ScanPciNode(const std::string& sysfs_root);
 
-// The labels a conclusive verdict puts on its Node: gpuop.io/gpu.present=true|false, and
-// gpuop.io/gpu.vendor on GPU nodes. Empty for an inconclusive one.
+// The labels a conclusive verdict puts on its Node: gpuop.io/gpu.present=true|false,
+// gpuop.io/gpu.vendor on GPU nodes, and gpuop.io/driver.preinstalled=true on NVIDIA nodes whose
+// host already runs the NVIDIA driver (so the operator never starts a driver container there,
+// rather than finding out only once one ran; the key is labels/inventory.h's), and
+// gpuop.io/nouveau.loaded=true where nouveau holds NVIDIA GPUs. Empty for an inconclusive one.
+inline constexpr char kNouveauLoadedLabel[] = "gpuop.io/nouveau.loaded";
 std::map<std::string, std::string> DiscoveryLabels(const PciNodeVerdict& verdict);
 
 // Writes `labels` on Node `node_name` with server-side apply as kDiscoveryFieldManager (force:

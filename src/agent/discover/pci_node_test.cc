@@ -61,6 +61,29 @@ TEST(PciNodeTest, AnHgxBoardBeforeTheDriverCountsGpusNotNvSwitches) {
   EXPECT_EQ(verdict->vendor(), "nvidia");
 }
 
+TEST(PciNodeTest, AHostWithTheNvidiaModuleLoadedHasItsOwnDriver) {
+  fakes::TempDir dir;
+  fakes::FakeSysfs sysfs(dir.path());
+  AddChipset(sysfs);
+  sysfs.AddPciDevice(Device("0000:17:00.0", 0x10de, 0x2330, 0x030200));
+  std::filesystem::create_directories(sysfs.root() / "module" / "nvidia");  // the loaded module
+  absl::StatusOr<PciNodeVerdict> verdict = Scan(sysfs);
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_TRUE(verdict->nvidia_module_loaded);
+  EXPECT_THAT(DiscoveryLabels(*verdict), ElementsAre(Pair("gpuop.io/driver.preinstalled", "true"),
+                                                     Pair("gpuop.io/gpu.present", "true"),
+                                                     Pair("gpuop.io/gpu.vendor", "nvidia")));
+  // nouveau holding the GPUs is reported for the operator to show.
+  std::filesystem::create_directories(sysfs.root() / "module" / "nouveau");
+  verdict = Scan(sysfs);
+  ASSERT_TRUE(verdict.ok()) << verdict.status();
+  EXPECT_EQ(DiscoveryLabels(*verdict)["gpuop.io/nouveau.loaded"], "true");
+  // Only on a node with NVIDIA GPUs.
+  PciNodeVerdict cpu_only;
+  cpu_only.nvidia_module_loaded = true;
+  EXPECT_THAT(DiscoveryLabels(cpu_only), ElementsAre(Pair("gpuop.io/gpu.present", "false")));
+}
+
 TEST(PciNodeTest, AnMi300xIsAnAmdGpuNode) {
   fakes::TempDir dir;
   const fakes::FakeSysfs sysfs = fakes::Mi300xNode(dir.path());  // class 0x120000

@@ -30,7 +30,8 @@ std::vector<PausedComponent> DefaultPausedComponents() {
        "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=device-plugin"},
       {"gpuop.io/deploy.exporter",
        "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=exporter"},
-      {"gpuop.io/deploy.dcgm", "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=dcgm"},
+      {"gpuop.io/deploy.health",
+       "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=health"},
   };
 }
 

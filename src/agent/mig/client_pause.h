@@ -12,10 +12,10 @@
 
 namespace gpuop::agent::mig {
 
-// Pausing the GPU clients (device plugin, exporter, DCGM) around a MIG change: their deploy
-// labels on this node are set to kPausedValue, which makes the operator remove their pods from
-// the node, and set back afterwards. The values the labels had are kept in an annotation on the
-// Node itself (kPauseRecordAnnotation), written in the same patch as the paused labels, so an
+// Pausing the GPU clients (device plugin, exporter, health monitor) around a MIG change: their
+// deploy labels on this node are set to kPausedValue, which makes the operator remove their pods
+// from the node, and set back afterwards. The values the labels had are kept in an annotation on
+// the Node itself (kPauseRecordAnnotation), written in the same patch as the paused labels, so an
 // agent that restarts mid-change restores the exact values, never "paused" ones.
 //
 // Pure functions computing the writes; the MIG manager performs them.
@@ -28,7 +28,8 @@ struct PausedComponent {
   std::string pod_selector;  // its pods: "app.kubernetes.io/component=device-plugin"; "" = none
 };
 
-// gpuop's device plugin, exporter and DCGM, with the selectors of the operator's DaemonSets.
+// gpuop's device plugin, exporter and health monitor (NVML holders like NVIDIA's DCGM), with the
+// selectors of the operator's DaemonSets.
 std::vector<PausedComponent> DefaultPausedComponents();
 
 // Label -> the value it had before the pause; nullopt when it was absent (restored by removing).

@@ -19,10 +19,10 @@ void LeaveStuckPending(FakeMigNode& node, const std::string& layout) {
   node.SetLabel(kGpuopStateLabel, kStatePending);
   node.SetLabel(kDevicePlugin, kPausedValue);
   node.SetLabel(kExporter, kPausedValue);
-  node.SetLabel(kDcgm, kPausedValue);
+  node.SetLabel(kHealth, kPausedValue);
   node.SetAnnotation(
       kPauseRecordAnnotation,
-      EncodePauseRecord({{kDevicePlugin, "true"}, {kExporter, "false"}, {kDcgm, std::nullopt}}));
+      EncodePauseRecord({{kDevicePlugin, "true"}, {kExporter, "false"}, {kHealth, std::nullopt}}));
 }
 
 TEST_F(MigManagerTest, RecoversAStuckPendingNodeWhoseLayoutIsInPlace) {

@@ -58,10 +58,10 @@ TEST_F(MigManagerTest, AppliesLayoutWithClientsPausedThenRestoredExactly) {
   EXPECT_EQ(writes[0].labels.at(kStateLabel), kStatePending);
   EXPECT_EQ(writes[1].labels.size(), 3u);
   EXPECT_EQ(writes[1].annotations.at(kPauseRecordAnnotation),
-            R"({"gpuop.io/deploy.dcgm":null,"gpuop.io/deploy.device-plugin":"true",)"
-            R"("gpuop.io/deploy.exporter":"false"})");
+            R"({"gpuop.io/deploy.device-plugin":"true","gpuop.io/deploy.exporter":"false",)"
+            R"("gpuop.io/deploy.health":null})");
   EXPECT_EQ(writes[2].labels,
-            (MetaChanges{{kDcgm, std::nullopt}, {kDevicePlugin, "true"}, {kExporter, "false"}}));
+            (MetaChanges{{kDevicePlugin, "true"}, {kExporter, "false"}, {kHealth, std::nullopt}}));
   EXPECT_EQ(writes[3].labels.at(kStateLabel), kStateSuccess);
   const auto events = node_.events();
   ASSERT_EQ(events.size(), 2u);

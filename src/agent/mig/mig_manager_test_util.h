@@ -36,7 +36,7 @@ mig-configs:
 
 inline constexpr char kDevicePlugin[] = "gpuop.io/deploy.device-plugin";
 inline constexpr char kExporter[] = "gpuop.io/deploy.exporter";
-inline constexpr char kDcgm[] = "gpuop.io/deploy.dcgm";
+inline constexpr char kHealth[] = "gpuop.io/deploy.health";
 
 // Polls `condition` in real time until it holds (true) or `timeout` passes (false). Only for
 // waiting on another thread; simulated time moves with the FakeClock.
@@ -51,7 +51,7 @@ bool WaitFor(Condition condition, absl::Duration timeout = absl::Seconds(30)) {
 }
 
 // The a100-8x-mig machine, a fake Node with the three GPU clients running (exporter disabled
-// by label, DCGM's label absent), a fake clock and a MigManager over them.
+// by label, the health monitor's label absent), a fake clock and a MigManager over them.
 class MigManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,7 +60,7 @@ class MigManagerTest : public ::testing::Test {
     node_.SetLabel(kDevicePlugin, "true");
     node_.SetLabel(kExporter, "false");
     node_.SetLabel("team", "ml");
-    for (const char* component : {"device-plugin", "exporter", "dcgm"}) {
+    for (const char* component : {"device-plugin", "exporter", "health"}) {
       node_.AddPod({.key = absl::StrCat("gpuop/gpuop-", component, "-x1"),
                     .labels = {{"app.kubernetes.io/part-of", "gpuop"},
                                {"app.kubernetes.io/component", component}}});
@@ -104,8 +104,9 @@ class MigManagerTest : public ::testing::Test {
   // Plays the operator: a paused deploy label removes that component's pods.
   void OperatorRemovesPausedPods() {
     node_.OnPatch([](FakeMigNode& node) {
-      for (const auto& [label, component] :
-           {std::pair{kDevicePlugin, "device-plugin"}, {kExporter, "exporter"}, {kDcgm, "dcgm"}}) {
+      for (const auto& [label, component] : {std::pair{kDevicePlugin, "device-plugin"},
+                                             {kExporter, "exporter"},
+                                             {kHealth, "health"}}) {
         if (node.label(label) == kPausedValue) {
           node.RemovePods("app.kubernetes.io/component", component);
         }
@@ -116,7 +117,7 @@ class MigManagerTest : public ::testing::Test {
   // The deploy labels as they are now ("-" for absent).
   std::string DeployLabels() const {
     std::string out;
-    for (const char* label : {kDevicePlugin, kExporter, kDcgm}) {
+    for (const char* label : {kDevicePlugin, kExporter, kHealth}) {
       absl::StrAppend(&out, out.empty() ? "" : " ", node_.label(label).value_or("-"));
     }
     return out;

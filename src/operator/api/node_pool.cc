@@ -47,15 +47,7 @@ absl::StatusOr<NodePool> ParseNodePool(const nlohmann::json& object) {
   GPUOP_RETURN_IF_ERROR(
       Optional(slicing, "replicas", p.time_slicing_replicas,
                [&](const char* key, int64_t& out) { return slicing.Int(key, out, 2, 64); }));
-  const Reader power = spec.Child("power");
-  GPUOP_RETURN_IF_ERROR(Optional(power, "enabled", p.power_enabled,
-                                 [&](const char* key, bool& out) { return power.Bool(key, out); }));
-  GPUOP_RETURN_IF_ERROR(
-      Optional(power, "idleAfter", p.power_idle_after,
-               [&](const char* key, absl::Duration& out) { return power.Duration(key, out); }));
-  GPUOP_RETURN_IF_ERROR(
-      Optional(power, "floorPercent", p.power_floor_percent,
-               [&](const char* key, int64_t& out) { return power.Int(key, out, 1, 100); }));
+  GPUOP_RETURN_IF_ERROR(slicing.Bool("renameByDefault", p.time_slicing_rename));
   return p;
 }
 

@@ -23,9 +23,8 @@ struct NodePool {
   std::optional<std::string> mig_layout;
   std::optional<std::string> device_plugin_config;
   std::optional<int64_t> time_slicing_replicas;
-  std::optional<bool> power_enabled;
-  std::optional<absl::Duration> power_idle_after;
-  std::optional<int64_t> power_floor_percent;
+  // timeSlicing.renameByDefault: the shared GPUs are advertised as nvidia.com/gpu.shared.
+  bool time_slicing_rename = false;
 };
 
 // Reads a GPUNodePool; InvalidArgument naming the field when malformed.

@@ -14,16 +14,14 @@ TEST(NodePoolTest, ReadsOverrides) {
     "spec": {"nodeSelector": {"matchLabels": {"pool": "h100"}},
              "driver": {"version": "580.65.06"},
              "migLayout": "all-1g.10gb",
-             "timeSlicing": {"replicas": 4},
-             "power": {"idleAfter": "5m"}}})"));
+             "timeSlicing": {"replicas": 4, "renameByDefault": true}}})"));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->name, "h100");
   EXPECT_EQ(p->driver_version, "580.65.06");
   EXPECT_FALSE(p->driver_repository.has_value());
   EXPECT_EQ(p->mig_layout, "all-1g.10gb");
   EXPECT_EQ(p->time_slicing_replicas, 4);
-  EXPECT_EQ(p->power_idle_after, absl::Minutes(5));
-  EXPECT_FALSE(p->power_enabled.has_value());
+  EXPECT_TRUE(p->time_slicing_rename);
   EXPECT_TRUE(
       p->node_selector.Matches(kube::Labels(std::map<std::string, std::string>{{"pool", "h100"}})));
 }

@@ -11,7 +11,6 @@ inline constexpr char kUpgradeSkipLabel[] = "gpuop.io/driver-upgrade.skip";  // 
 inline constexpr char kUpgradeDrainSkipLabel[] = "gpuop.io/driver-upgrade-drain.skip";  // pods
 inline constexpr char kUpgradeSinceAnnotation[] = "gpuop.io/driver-upgrade-since";
 inline constexpr char kUpgradeMessageAnnotation[] = "gpuop.io/driver-upgrade-message";
-inline constexpr char kUpgradeTargetAnnotation[] = "gpuop.io/driver-upgrade-target";
 // The node was cordoned before gpuop touched it: it stays cordoned afterwards.
 inline constexpr char kWasCordonedAnnotation[] = "gpuop.io/cordoned-before";
 

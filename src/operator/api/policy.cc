@@ -249,6 +249,11 @@ absl::Status ReadDriver(const Reader& r, DriverSpec& d) {
   }
   GPUOP_RETURN_IF_ERROR(r.String("version", d.version));
   GPUOP_RETURN_IF_ERROR(r.Bool("usePrecompiled", d.use_precompiled));
+  if (d.use_precompiled) {
+    return r.Error("usePrecompiled",
+                   "precompiled driver containers are not supported yet; leave it false (the "
+                   "driver container builds the kernel modules on the node)");
+  }
   GPUOP_RETURN_IF_ERROR(r.String("kernelModuleType", d.kernel_module_type));
   GPUOP_RETURN_IF_ERROR(r.String("osTag", d.os_tag));
   if (d.enabled && d.version.empty()) {
@@ -311,6 +316,14 @@ absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   GPUOP_RETURN_IF_ERROR(exporter.Int("port", port, 1, 65535));
   c.exporter_port = static_cast<int>(port);
   GPUOP_RETURN_IF_ERROR(exporter.Duration("interval", c.exporter_interval));
+  const Reader monitor = exporter.Child("serviceMonitor");
+  GPUOP_RETURN_IF_ERROR(monitor.Bool("enabled", c.exporter_service_monitor));
+  if (!monitor.Get("interval").is_null()) {
+    absl::Duration interval;
+    GPUOP_RETURN_IF_ERROR(monitor.Duration("interval", interval));
+    c.exporter_scrape_interval = interval;
+  }
+  GPUOP_RETURN_IF_ERROR(monitor.StringMap("additionalLabels", c.exporter_service_monitor_labels));
   const Reader health = r.Child("health");
   GPUOP_RETURN_IF_ERROR(health.Bool("enabled", c.health));
   GPUOP_RETURN_IF_ERROR(health.IntList("ignoredXids", c.ignored_xids, 1, INT32_MAX));

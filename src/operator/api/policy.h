@@ -112,6 +112,12 @@ struct ComponentsSpec {
   bool exporter = true;
   int exporter_port = 9400;
   absl::Duration exporter_interval = absl::Seconds(15);
+  // A Prometheus Operator ServiceMonitor for the exporter's Service (exporter.serviceMonitor).
+  bool exporter_service_monitor = false;
+  // Its scrape interval; nullopt: the exporter's sampling interval.
+  std::optional<absl::Duration> exporter_scrape_interval;
+  // Labels on the ServiceMonitor, for the Prometheus that selects it (e.g. release=prometheus).
+  std::map<std::string, std::string> exporter_service_monitor_labels;
   bool health = true;
   std::vector<int64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
   absl::Duration recover_after = absl::Minutes(10);

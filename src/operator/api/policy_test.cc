@@ -43,7 +43,9 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
     "driver": {"enabled": false},
     "nodeSelector": {"team": "ml"},
     "components": {"discovery": {"enabled": false},
-                   "exporter": {"port": 9500, "interval": "30s"},
+                   "exporter": {"port": 9500, "interval": "30s",
+                                "serviceMonitor": {"enabled": true, "interval": "1m",
+                                                   "additionalLabels": {"release": "prom"}}},
                    "health": {"ignoredXids": [13], "recoverAfter": "0s"},
                    "migManager": {"enabled": true, "config": "mig-layouts"}},
     "upgrade": {"maxParallel": 3, "maxUnavailable": 2,
@@ -56,6 +58,10 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
   EXPECT_EQ(s.node_selector.at("team"), "ml");
   EXPECT_EQ(s.components.exporter_port, 9500);
   EXPECT_EQ(s.components.exporter_interval, absl::Seconds(30));
+  EXPECT_TRUE(s.components.exporter_service_monitor);
+  EXPECT_EQ(s.components.exporter_scrape_interval, absl::Minutes(1));
+  EXPECT_EQ(s.components.exporter_service_monitor_labels,
+            (std::map<std::string, std::string>{{"release", "prom"}}));
   EXPECT_EQ(s.components.recover_after, absl::ZeroDuration());
   EXPECT_TRUE(s.Enabled(Component::kMigManager));
   EXPECT_EQ(s.components.mig_config, "mig-layouts");
@@ -124,6 +130,8 @@ TEST(PolicyTest, ReadsTheDriverContainerSettings) {
 TEST(PolicyTest, BadNetworkAndDriverSettingsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"hostNetwork": "yes"})", "spec.hostNetwork: must be true or false"},
+      {R"({"driver": {"version": "570.86.15", "usePrecompiled": true}})",
+       "spec.driver.usePrecompiled: precompiled driver containers are not supported yet"},
       {R"({"apiServer": "127.0.0.1:6443"})",
        "spec.apiServer: must be an object with host and port"},
       {R"({"apiServer": {"port": 6443}})", "spec.apiServer.host: is required"},

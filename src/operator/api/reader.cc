@@ -29,13 +29,38 @@ std::optional<int64_t> IntIn(const nlohmann::json& v, int64_t min, int64_t max) 
 
 }  // namespace
 
-const nlohmann::json& Reader::Get(const char* key) const {
+namespace {
+thread_local ScopedFieldLog* current_log = nullptr;
+}  // namespace
+
+ScopedFieldLog::ScopedFieldLog() : previous_(current_log) { current_log = this; }
+ScopedFieldLog::~ScopedFieldLog() { current_log = previous_; }
+
+void ScopedFieldLog::Record(const std::string& path) {
+  if (current_log == nullptr) return;
+  std::string plain;
+  bool in_index = false;
+  for (char c : path) {
+    if (c == '[') in_index = true;
+    if (!in_index) plain.push_back(c);
+    if (c == ']') in_index = false;
+  }
+  current_log->paths_.insert(std::move(plain));
+}
+
+const nlohmann::json& Reader::Lookup(const char* key) const {
   if (!object_.is_object()) return Null();
   auto it = object_.find(key);
   return it == object_.end() ? Null() : *it;
 }
 
-Reader Reader::Child(const char* key) const { return Reader(Get(key), Path(key)); }
+const nlohmann::json& Reader::Get(const char* key) const {
+  if (current_log != nullptr) ScopedFieldLog::Record(Path(key));
+  return Lookup(key);
+}
+
+// Descending is not reading: only the fields read below count.
+Reader Reader::Child(const char* key) const { return Reader(Lookup(key), Path(key)); }
 
 std::string Reader::Path(absl::string_view key) const {
   return path_.empty() ? std::string(key) : absl::StrCat(path_, ".", key);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ class Reader {
 
   // The object under `key` (a null reader when absent).
   Reader Child(const char* key) const;
+  // The value under `key` (null when absent), read as a whole.
   const nlohmann::json& Get(const char* key) const;
   std::string Path(absl::string_view key) const;
   absl::Status Error(absl::string_view key, absl::string_view problem) const;
@@ -37,8 +39,29 @@ class Reader {
   absl::Status StringMap(const char* key, std::map<std::string, std::string>& out) const;
 
  private:
+  const nlohmann::json& Lookup(const char* key) const;
+
   const nlohmann::json& object_;
   std::string path_;
+};
+
+// While one is alive, every field a Reader on this thread looks up (present or not) is recorded
+// by its path, list indices dropped ("spec.driver.env.name"). The test that walks every CRD
+// field uses it to find fields no parser reads; the operator never creates one.
+class ScopedFieldLog {
+ public:
+  ScopedFieldLog();
+  ~ScopedFieldLog();
+  ScopedFieldLog(const ScopedFieldLog&) = delete;
+  ScopedFieldLog& operator=(const ScopedFieldLog&) = delete;
+
+  const std::set<std::string>& paths() const { return paths_; }
+  // Called by Reader.
+  static void Record(const std::string& path);
+
+ private:
+  ScopedFieldLog* previous_;
+  std::set<std::string> paths_;
 };
 
 }  // namespace gpuop::op

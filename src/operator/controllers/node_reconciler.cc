@@ -6,6 +6,7 @@
 #include "operator/api/resources.h"
 #include "operator/nodes/gpu_node_status.h"
 #include "operator/nodes/node_labels.h"
+#include "operator/nodes/startup_taint.h"
 #include "operator/render/render.h"
 
 namespace gpuop::op {
@@ -71,8 +72,10 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
   const bool conflicted = matches > 1;
   if (conflicted) pool = nullptr;
   const PolicySpec* spec = policy.has_value() ? &policy->spec : nullptr;
+  bool driver_pod = false;
+  for (const auto& pod : cache_.PodsOn(node_name)) driver_pod |= pod->component == "driver";
   const NodeLabelChange change =
-      DesiredNodeLabels(entry->node, entry->owned_labels, spec, pool, conflicted);
+      DesiredNodeLabels(entry->node, entry->owned_labels, spec, pool, conflicted, driver_pod);
   if (change.needed) {
     kube::Json labels = kube::Json::object();
     for (const auto& key : entry->owned_labels) labels[key] = nullptr;  // dropped unless desired
@@ -85,7 +88,17 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
                               .status());
   }
   if (spec != nullptr && change.desired.contains(kManagedLabel)) {
-    GPUOP_RETURN_IF_ERROR(SyncGpuNode(*entry, spec, pool != nullptr ? pool->name : ""));
+    // The node group's startup taint goes once the GPU stack validated (startup_taint.h).
+    if (GpuStackReady(entry->node, *spec)) {
+      if (std::optional<kube::Json> patch = StartupTaintRemoval(entry->node)) {
+        GPUOP_RETURN_IF_ERROR(client_
+                                  .Patch(kube::resources::kNodes, "", node_name,
+                                         kube::PatchType::kMergePatch, *patch,
+                                         {.field_manager = OperatorCache::kFieldManager})
+                                  .status());
+      }
+    }
+    GPUOP_RETURN_IF_ERROR(SyncGpuNode(*entry, spec, pool));
   } else if (cache_.gpu_nodes().store().Get(node_name) != nullptr) {
     absl::Status deleted = client_.Delete(kGpuNodes, "", node_name);
     if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
@@ -94,10 +107,14 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
 }
 
 absl::Status NodeReconciler::SyncGpuNode(const NodeEntry& entry, const PolicySpec* policy,
-                                         const std::string& pool) {
+                                         const NodePool* pool) {
   const kube::Node& node = entry.node;
-  const nlohmann::json status = GpuNodeStatus(
-      node, policy, pool, Components(node, *policy, cache_.PodsOn(node.metadata.name)));
+  const std::string driver_target = pool != nullptr && pool->driver_version.has_value()
+                                        ? *pool->driver_version
+                                        : policy->driver.version;
+  const nlohmann::json status =
+      GpuNodeStatus(node, policy, pool != nullptr ? pool->name : "",
+                    Components(node, *policy, cache_.PodsOn(node.metadata.name)), driver_target);
   auto existing = cache_.gpu_nodes().store().Get(node.metadata.name);
   if (existing != nullptr && existing->status_hash == JsonHash(status)) return absl::OkStatus();
   if (existing == nullptr) {

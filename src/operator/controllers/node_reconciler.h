@@ -22,8 +22,7 @@ class NodeReconciler {
   [[nodiscard]] absl::StatusOr<kube::Result> Reconcile(const std::string& node_name);
 
  private:
-  absl::Status SyncGpuNode(const NodeEntry& entry, const PolicySpec* policy,
-                           const std::string& pool);
+  absl::Status SyncGpuNode(const NodeEntry& entry, const PolicySpec* policy, const NodePool* pool);
 
   kube::Client& client_;
   OperatorCache& cache_;

@@ -1,5 +1,6 @@
 #include "operator/controllers/policy_reconciler.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "operator/api/resources.h"
@@ -55,7 +56,14 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
   } else if (entry != nullptr) {
     sync = false;
   }
-  // (No policy: `desired` is empty and every operand is pruned.)
+  // No policy: `desired` is empty and every operand is pruned but the drivers. Taking a driver
+  // away under running GPU workloads needs the upgrade's ceremony (cordon, drain), which only a
+  // policy defines: the driver DaemonSets and their ServiceAccount stay until `helm uninstall`
+  // (its ordered teardown) or a person deletes them.
+  const auto keep_drivers = [&](const std::string& kind, const std::string& name) {
+    return entry == nullptr && (kind == "DaemonSet" || kind == "ServiceAccount") &&
+           absl::StartsWith(name, DriverDaemonSetName(""));
+  };
 
   absl::Duration requeue = options_.resync;
   if (sync) {
@@ -75,7 +83,7 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
                                    std::optional<absl::string_view>(SpecHash(object));
     }
     if (due) {
-      GPUOP_ASSIGN_OR_RETURN(ApplyReport report, applier_.Sync(desired));
+      GPUOP_ASSIGN_OR_RETURN(ApplyReport report, applier_.Sync(desired, keep_drivers));
       for (const std::string& error : report.errors) {
         if (options_.recorder != nullptr && entry != nullptr) {
           options_.recorder->Record(

@@ -1,5 +1,7 @@
 #include "operator/nodes/gpu_node_status.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "operator/api/node_state.h"
@@ -42,7 +44,8 @@ Json GpuNodeObject(const kube::Node& node) {
 }
 
 Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::string& pool,
-                   const std::vector<ComponentState>& components) {
+                   const std::vector<ComponentState>& components,
+                   const std::string& driver_target) {
   Json status = Json::object();
   const std::string nvidia_count = Label(node, "nvidia.com/gpu.count");
   const std::string amd_count = Label(node, "amd.com/gpu.count");
@@ -104,11 +107,11 @@ Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::
 
   if (!upgrade_state.empty()) {
     Json upgrade = {{"state", upgrade_state}};
-    for (const auto& [key, field] : {std::pair{kUpgradeMessageAnnotation, "message"},
-                                     {kUpgradeSinceAnnotation, "since"},
-                                     {kUpgradeTargetAnnotation, "targetVersion"}}) {
+    for (const auto& [key, field] :
+         {std::pair{kUpgradeMessageAnnotation, "message"}, {kUpgradeSinceAnnotation, "since"}}) {
       if (std::string v = Annotation(node, key); !v.empty()) upgrade[field] = v;
     }
+    if (!driver_target.empty()) upgrade["targetVersion"] = driver_target;
     status["upgrade"] = std::move(upgrade);
   }
   const std::string remediation_state = Label(node, kRemediationStateLabel);
@@ -151,6 +154,21 @@ Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::
     state = "Installing";
   }
   status["state"] = state;
+  // Discovery saw nouveau holding the GPUs: while the driver container is not Ready that is the
+  // likely reason, and the fix is on the host.
+  const bool driver_ready =
+      std::any_of(components.begin(), components.end(),
+                  [](const ComponentState& c) { return c.name == "driver" && c.state == "Ready"; });
+  if (Label(node, kNouveauLoadedLabel) == "true" && !driver_ready) {
+    conditions.push_back(
+        {{"type", "NouveauLoaded"},
+         {"status", "True"},
+         {"reason", "NouveauHeldTheGpus"},
+         {"message",
+          "the nouveau kernel module held the GPUs when the node was discovered; the NVIDIA "
+          "driver cannot load while it does: blacklist nouveau (modprobe.d) and reboot the "
+          "node"}});
+  }
   if (!conditions.empty()) status["conditions"] = std::move(conditions);
   return status;
 }

@@ -25,9 +25,11 @@ nlohmann::json GpuNodeObject(const kube::Node& node);
 // The GPUNode's status from what the cluster says about the node: the agent's labels and
 // inventory annotation, its GPUHealthy and Ready conditions, the upgrade and remediation state
 // the operator keeps on the node, and the components' pods. `policy` may be null.
+// `driver_target` is the driver version the node's pool runs (the pool's, else the policy's):
+// upgrade.targetVersion while an upgrade state is set.
 nlohmann::json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy,
-                             const std::string& pool,
-                             const std::vector<ComponentState>& components);
+                             const std::string& pool, const std::vector<ComponentState>& components,
+                             const std::string& driver_target = "");
 
 }  // namespace gpuop::op
 

@@ -57,6 +57,16 @@ TEST(GpuNodeStatusTest, UpgradeRemediationAndComponentsSetTheState) {
   };
   EXPECT_EQ(GpuNodeStatus(with({{kUpgradeStateLabel, "drain-required"}}), nullptr, "", {})["state"],
             "Upgrading");
+  EXPECT_EQ(GpuNodeStatus(with({{kUpgradeStateLabel, "drain-required"}}), nullptr, "", {},
+                          "580.65.06")["upgrade"]["targetVersion"],
+            "580.65.06");
+  const nlohmann::json nouveau = GpuNodeStatus(with({{"gpuop.io/nouveau.loaded", "true"}}), nullptr,
+                                               "", {{.name = "driver", .state = "NotReady"}});
+  EXPECT_EQ(nouveau["conditions"][0]["type"], "NouveauLoaded");
+  EXPECT_FALSE(GpuNodeStatus(with({{"gpuop.io/nouveau.loaded", "true"}}), nullptr, "",
+                             {{.name = "driver", .state = "Ready"}})
+                   .contains("conditions"))
+      << "a Ready driver container says nouveau is no longer in the way";
   EXPECT_EQ(GpuNodeStatus(with({{kUpgradeStateLabel, "upgrade-failed"}}), nullptr, "", {})["state"],
             "UpgradeFailed");
   EXPECT_EQ(

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/json_access.h"
+#include "operator/nodes/driver_clients.h"
 #include "operator/render/render.h"
 
 namespace gpuop::op {
@@ -126,7 +127,8 @@ PoolAssignment AssignPools(const std::vector<const kube::Node*>& gpu_nodes,
 std::string TimeSlicingConfigName(const std::string& pool) { return absl::StrCat("pool-", pool); }
 
 NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std::string>& owned,
-                                  const PolicySpec* policy, const NodePool* pool, bool conflicted) {
+                                  const PolicySpec* policy, const NodePool* pool, bool conflicted,
+                                  bool driver_pod_on_node) {
   NodeLabelChange change;
   std::map<std::string, std::string>& want = change.desired;
   bool managed = policy != nullptr && IsGpuNode(node);
@@ -146,7 +148,8 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
       if (!policy->Enabled(c) || operands_off) continue;
       const std::string key = absl::StrCat(kDeployLabelPrefix, ComponentName(c));
       std::string value = "true";
-      if (c == Component::kDriver && LabelIs(node, kDriverPreinstalledLabel, "true")) {
+      if (c == Component::kDriver && LabelIs(node, kDriverPreinstalledLabel, "true") &&
+          !(driver_pod_on_node && LabelIs(node, key, "true"))) {
         value = kHostDriverValue;
       }
       if (amd_only && (c == Component::kDriver || c == Component::kMigManager)) {
@@ -156,6 +159,9 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
       // Someone else's value (a pause) stands: the operator only sets what it owns or what is
       // missing.
       if (now.has_value() && !is_owned(key) && *now != value) continue;
+      // The operator's own pause around a driver restart (driver_clients.h) stands until the
+      // controller that set it lifts it.
+      if (now == std::optional<absl::string_view>(kPausedForDriverValue)) value = std::string(*now);
       want[key] = value;
     }
     // Pool-derived settings; a node in conflict keeps whatever it has.
@@ -183,6 +189,13 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
     pool_label(kDriverPoolLabel, driver_pool);
     pool_label(kDevicePluginConfigLabel, plugin_config);
     pool_label(kMigConfigLabel, mig_layout);
+  } else if (policy == nullptr) {
+    // No policy: the driver keeps running where it runs (its DaemonSet stays, see the policy
+    // reconciler), so the labels that select it stay too.
+    for (const std::string& key :
+         {absl::StrCat(kDeployLabelPrefix, "driver"), std::string(kDriverPoolLabel)}) {
+      if (auto now = current(key); now.has_value() && is_owned(key)) want[key] = std::string(*now);
+    }
   }
   for (const auto& [k, v] : want) {
     auto now = current(k);

@@ -35,6 +35,8 @@ inline constexpr char kAgentGpuVendorLabel[] = "gpuop.io/gpu.vendor";
 inline constexpr char kGfdGpuPresentLabel[] = "nvidia.com/gpu.present";
 // The agent found a driver already loaded on the host (not from gpuop's driver container).
 inline constexpr char kDriverPreinstalledLabel[] = "gpuop.io/driver.preinstalled";
+// gpuop's discovery found the nouveau module holding NVIDIA GPUs.
+inline constexpr char kNouveauLoadedLabel[] = "gpuop.io/nouveau.loaded";
 // "false" takes every component off the node.
 inline constexpr char kDeployOperandsLabel[] = "gpuop.io/deploy.operands";
 // The value of gpuop.io/deploy.driver on nodes whose host has its own driver.
@@ -94,14 +96,19 @@ struct NodeLabelChange {
 //   gpuop.io/managed=true on GPU nodes the policy's nodeSelector admits;
 //   gpuop.io/deploy.<component>=true for each enabled component, unless the node says otherwise
 //     (a value other than "true" set by a person or another component: paused, false, ...),
-//     gpuop.io/deploy.operands=false, or, for the driver, a host driver (host-driver);
+//     gpuop.io/deploy.operands=false, or, for the driver, a host driver (host-driver; never
+//     while `driver_pod_on_node`: a driver gpuop's container loaded is not the host's, and
+//     taking its pod away would leave the node with none);
 //   gpuop.io/driver.pool, nvidia.com/device-plugin.config and nvidia.com/mig.config from the
 //     node's pool. A node in conflict keeps the values it has.
-// `policy` is null when there is no policy: the operator then takes its labels off.
+// `policy` is null when there is no policy: the operator then takes its labels off, but for
+// gpuop.io/deploy.driver and gpuop.io/driver.pool, which keep the node's driver running (a
+// driver is taken away only by the upgrade's ceremony or the uninstall's).
 // `owned` are the label keys the operator's field manager owns now (from managedFields); an owned
 // key that is no longer desired makes the change needed (applying without it removes it).
 NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std::string>& owned,
-                                  const PolicySpec* policy, const NodePool* pool, bool conflicted);
+                                  const PolicySpec* policy, const NodePool* pool, bool conflicted,
+                                  bool driver_pod_on_node = false);
 
 // Whether DesiredNodeLabels decides `key`: gpuop.io/managed, gpuop.io/deploy.<component> and the
 // pool-derived labels. The operator writes other labels as the same field manager (the upgrade

@@ -156,6 +156,33 @@ TEST(NodeLabelsTest, PausesAndHostDriversAreRespected) {
   EXPECT_TRUE(none.needed) << "the owned label must go";
 }
 
+TEST(NodeLabelsTest, TheOperatorsOwnDriverRestartPauseStands) {
+  const PolicySpec policy = Policy();
+  // Written by the upgrade controller under the operator's field manager, so node labelling
+  // owns the key; it still keeps the pause until that controller lifts it.
+  const kube::Node node = NodeWith(
+      {{kNfdNvidiaLabel, "true"}, {"gpuop.io/deploy.device-plugin", "paused-for-driver-upgrade"}});
+  NodeLabelChange c =
+      DesiredNodeLabels(node, {"gpuop.io/deploy.device-plugin"}, &policy, nullptr, false);
+  EXPECT_THAT(c.desired,
+              Contains(Pair("gpuop.io/deploy.device-plugin", "paused-for-driver-upgrade")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.exporter", "true")));
+}
+
+TEST(NodeLabelsTest, ADriverGpuopRunsIsNeverTakenForTheHosts) {
+  const PolicySpec policy = Policy();
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"},
+                                    {"gpuop.io/deploy.driver", "true"},
+                                    {"gpuop.io/driver.preinstalled", "true"}});
+  const std::vector<std::string> owned = {"gpuop.io/deploy.driver"};
+  EXPECT_THAT(
+      DesiredNodeLabels(node, owned, &policy, nullptr, false, /*driver_pod_on_node=*/true).desired,
+      Contains(Pair("gpuop.io/deploy.driver", "true")));
+  EXPECT_THAT(
+      DesiredNodeLabels(node, owned, &policy, nullptr, false, /*driver_pod_on_node=*/false).desired,
+      Contains(Pair("gpuop.io/deploy.driver", "host-driver")));
+}
+
 TEST(NodeLabelsTest, NvidiaOnlyComponentsDoNotApplyToAmdNodes) {
   PolicySpec policy = Policy();
   policy.components.mig_manager = true;
@@ -184,10 +211,18 @@ TEST(NodeLabelsTest, NvidiaOnlyComponentsDoNotApplyToAmdNodes) {
   EXPECT_TRUE(DesiredNodeLabels(cpu, {}, &policy, nullptr, false).desired.empty());
 }
 
-TEST(NodeLabelsTest, WithoutAPolicyTheOperatorsLabelsGo) {
-  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"}, {"gpuop.io/managed", "true"}});
-  NodeLabelChange c = DesiredNodeLabels(node, {"gpuop.io/managed"}, nullptr, nullptr, false);
-  EXPECT_TRUE(c.desired.empty());
+TEST(NodeLabelsTest, WithoutAPolicyTheOperatorsLabelsGoButTheDriversStay) {
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"},
+                                    {"gpuop.io/managed", "true"},
+                                    {"gpuop.io/deploy.exporter", "true"},
+                                    {"gpuop.io/deploy.driver", "true"},
+                                    {"gpuop.io/driver.pool", "default"}});
+  NodeLabelChange c = DesiredNodeLabels(node,
+                                        {"gpuop.io/managed", "gpuop.io/deploy.exporter",
+                                         "gpuop.io/deploy.driver", "gpuop.io/driver.pool"},
+                                        nullptr, nullptr, false);
+  EXPECT_THAT(c.desired, ::testing::UnorderedElementsAre(Pair("gpuop.io/deploy.driver", "true"),
+                                                         Pair("gpuop.io/driver.pool", "default")));
   EXPECT_TRUE(c.needed);
 }
 

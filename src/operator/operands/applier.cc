@@ -13,10 +13,15 @@ namespace {
 
 // The kinds the renderer produces, in prune order (workloads before their permissions).
 const kube::ResourceType* const kKinds[] = {
+    &kube::resources::kServiceMonitors,     &kube::resources::kServices,
     &kube::resources::kDaemonSets,          &kube::resources::kConfigMaps,
     &kube::resources::kClusterRoleBindings, &kube::resources::kClusterRoles,
     &kube::resources::kServiceAccounts,     &kube::resources::kRuntimeClasses,
 };
+
+// Kinds from CRDs another project installs: where the API is not served, none exist to prune,
+// and rendering one is an error that says what is missing.
+bool Optional(const kube::ResourceType* type) { return type == &kube::resources::kServiceMonitors; }
 
 const kube::ResourceType* KindOf(const nlohmann::json& object) {
   const std::string api_version = object.value("apiVersion", "");
@@ -44,7 +49,9 @@ std::string SpecHash(const nlohmann::json& object) {
   return absl::StrCat(absl::Hex(hash, absl::kZeroPad16));
 }
 
-absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::json>& desired) {
+absl::StatusOr<ApplyReport> OperandApplier::Sync(
+    const std::vector<nlohmann::json>& desired,
+    const std::function<bool(const std::string& kind, const std::string& name)>& keep) {
   // What lives now, per kind: name -> spec hash annotation.
   std::map<const kube::ResourceType*, std::map<std::string, std::string>> live;
   for (const kube::ResourceType* type : kKinds) {
@@ -53,6 +60,7 @@ absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::jso
                         {.label_selector = absl::StrCat(kManagedByLabel, "=", kManagedByValue),
                          .limit = 500,
                          .metadata_only = true});
+    if (!list.ok() && Optional(type) && absl::IsNotFound(list.status())) continue;
     if (!list.ok()) {
       return absl::Status(list.status().code(),
                           absl::StrCat("list ", type->plural, " managed by ", kManagedByValue, ": ",
@@ -112,6 +120,12 @@ absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::jso
     absl::StatusOr<nlohmann::json> applied = client_.Apply(*type, object, kFieldManager, true);
     if (applied.ok()) {
       ++report.applied;
+    } else if (Optional(type) && absl::IsNotFound(applied.status())) {
+      report.errors.push_back(absl::StrCat("apply ", Describe(*type, ns_, name), ": the API ",
+                                           type->ApiVersion(),
+                                           " is not served: install the Prometheus Operator's "
+                                           "CRDs, or set "
+                                           "components.exporter.serviceMonitor.enabled to false"));
     } else {
       report.errors.push_back(
           absl::StrCat("apply ", Describe(*type, ns_, name), ": ", applied.status().message()));
@@ -120,7 +134,7 @@ absl::StatusOr<ApplyReport> OperandApplier::Sync(const std::vector<nlohmann::jso
 
   for (const kube::ResourceType* type : kKinds) {
     for (const auto& [name, hash] : live[type]) {
-      if (wanted[type].contains(name)) continue;
+      if (wanted[type].contains(name) || (keep && keep(type->kind, name))) continue;
       absl::Status deleted = client_.Delete(*type, ns_, name, {.propagation_policy = "Background"});
       if (deleted.ok() || absl::IsNotFound(deleted)) {
         ++report.pruned;

@@ -1,6 +1,7 @@
 #ifndef GPUOP_OPERATOR_OPERANDS_APPLIER_H_
 #define GPUOP_OPERATOR_OPERANDS_APPLIER_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,10 @@ struct ApplyReport {
 // every object of the same kinds that carries the operator's managed-by label but is no longer
 // rendered. One LIST per kind (by label selector), then only the writes that change something.
 //
-// Kinds: ServiceAccount, ConfigMap, DaemonSet (in `ns`), ClusterRole, ClusterRoleBinding,
-// RuntimeClass. A rendered object of another kind is an InvalidArgument error (a renderer bug).
+// Kinds: ServiceAccount, ConfigMap, DaemonSet, Service, ServiceMonitor (in `ns`), ClusterRole,
+// ClusterRoleBinding, RuntimeClass. A rendered object of another kind is an InvalidArgument
+// error (a renderer bug). ServiceMonitor is the Prometheus Operator's: where its API is not
+// served there is nothing to prune, and applying one is an error saying so.
 //
 // A RuntimeClass is a cluster-wide name other installers use too (NVIDIA's GPU operator and
 // toolkit create "nvidia"): one that exists without the operator's managed-by label is never
@@ -57,7 +60,10 @@ class OperandApplier {
   // `desired` in apply order (RenderOperands' order). Pruning deletes DaemonSets first and
   // RBAC last, so a component never runs without its permissions. Fails only when a LIST
   // fails (then nothing is pruned); write failures are in the report.
-  [[nodiscard]] absl::StatusOr<ApplyReport> Sync(const std::vector<nlohmann::json>& desired);
+  // `keep` (when set) spares live objects from pruning: (kind, name) -> true keeps it.
+  [[nodiscard]] absl::StatusOr<ApplyReport> Sync(
+      const std::vector<nlohmann::json>& desired,
+      const std::function<bool(const std::string& kind, const std::string& name)>& keep = nullptr);
 
  private:
   kube::Client& client_;

@@ -98,6 +98,9 @@ void SetCondition(nlohmann::json& conditions, const nlohmann::json& previous,
 nlohmann::json ComputePolicyStatus(const PolicyStatusInput& in) {
   nlohmann::json status = {{"observedGeneration", in.generation}};
   int64_t total = 0, ready = 0, upgrading = 0, remediating = 0, unhealthy = 0;
+  // Nodes that need a person: a failed driver upgrade, a remediation that failed or ran out of
+  // attempts.
+  std::vector<std::string> upgrade_failed, remediation_stuck;
   for (const auto& entry : in.nodes) {
     const kube::Node& node = entry->node;
     if (!Managed(node)) continue;
@@ -107,6 +110,10 @@ nlohmann::json ComputePolicyStatus(const PolicyStatusInput& in) {
     if (!upgrade.empty() && upgrade != "upgrade-done" && upgrade != "upgrade-failed") ++upgrading;
     const std::string remediation(node.metadata.labels.Get(kRemediationStateLabel).value_or(""));
     if (!remediation.empty() && remediation != "done") ++remediating;
+    if (upgrade == "upgrade-failed") upgrade_failed.push_back(node.metadata.name);
+    if (remediation == "failed" || remediation == "exhausted") {
+      remediation_stuck.push_back(node.metadata.name);
+    }
     const kube::Condition* health = kube::FindCondition(node.conditions, "GPUHealthy");
     if (health != nullptr && health->status == "False") ++unhealthy;
   }
@@ -202,6 +209,15 @@ nlohmann::json ComputePolicyStatus(const PolicyStatusInput& in) {
 
   if (failing) {
     set("Degraded", true, "ComponentFailing", absl::StrCat(failing->name, ": ", failing->failing));
+  } else if (!upgrade_failed.empty()) {
+    set("Degraded", true, "UpgradeFailed",
+        absl::StrCat("the driver upgrade failed on ", NodeList(upgrade_failed),
+                     " (the node's gpuop.io/driver-upgrade-message says why; set its "
+                     "gpuop.io/driver-upgrade-state label to upgrade-required to retry)"));
+  } else if (!remediation_stuck.empty()) {
+    set("Degraded", true, "RemediationFailed",
+        absl::StrCat("remediation failed or ran out of attempts on ", NodeList(remediation_stuck),
+                     " (the node's gpuop.io/remediation-message says why; it stays tainted)"));
   } else {
     set("Degraded", false, "AsExpected", "");
   }

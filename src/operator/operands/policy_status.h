@@ -47,7 +47,9 @@ struct PolicyStatusInput {
 //                                              ComponentNotReady, NoGPUNodes is True)
 //     Progressing True  RollingOut / DriverUpgrade naming the component and counts | False Stable
 //     Degraded    True  InvalidSpec / ApplyFailed / ComponentFailing (a pod not ready with >= 3
-//                       restarts, naming pod and node) | False AsExpected
+//                       restarts, naming pod and node) / UpgradeFailed (nodes in upgrade-failed)
+//                       / RemediationFailed (nodes whose remediation failed or is exhausted)
+//                       | False AsExpected
 // Pure and deterministic.
 nlohmann::json ComputePolicyStatus(const PolicyStatusInput& input);
 

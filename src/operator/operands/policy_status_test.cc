@@ -104,6 +104,22 @@ TEST(PolicyStatusTest, CrashLoopingPodIsDegraded) {
               HasSubstr("pod gpuop-device-plugin-q on a: not ready, 7 restarts"));
 }
 
+TEST(PolicyStatusTest, FailedUpgradesAndStuckRemediationsAreDegraded) {
+  PolicyStatusInput in{.generation = 1, .spec = MinimalSpec(), .now = kNow};
+  in.daemon_sets = {Ds("gpuop-device-plugin", 3, 3, 3), Ds("gpuop-exporter", 3, 3, 3)};
+  in.nodes = {GpuNode("a", {{kUpgradeStateLabel, "upgrade-failed"}}),
+              GpuNode("b", {{kRemediationStateLabel, "exhausted"}}), GpuNode("c")};
+  nlohmann::json status = ComputePolicyStatus(in);
+  EXPECT_EQ((*Condition(status, "Degraded"))["reason"], "UpgradeFailed");
+  EXPECT_THAT((*Condition(status, "Degraded"))["message"].get<std::string>(),
+              HasSubstr("the driver upgrade failed on a"));
+  in.nodes[0] = GpuNode("a");
+  status = ComputePolicyStatus(in);
+  EXPECT_EQ((*Condition(status, "Degraded"))["status"], "True");
+  EXPECT_EQ((*Condition(status, "Degraded"))["reason"], "RemediationFailed");
+  EXPECT_THAT((*Condition(status, "Degraded"))["message"].get<std::string>(), HasSubstr("on b"));
+}
+
 TEST(PolicyStatusTest, OutdatedDriverPodsAreADriverUpgradeInProgress) {
   PolicySpec spec = MinimalSpec();
   spec.driver.enabled = true;

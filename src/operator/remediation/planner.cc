@@ -117,12 +117,25 @@ class Planner {
           return wait("waiting for the driver pod to be recreated");
         }
         if (n.driver_pod->created < since) {
+          if (!n.clients.to_pause.empty()) {
+            p.set_labels = n.clients.PauseLabels();
+            p.changed = true;
+            return wait(absl::StrCat("pausing the GPU clients before restarting the driver: ",
+                                     DriverClients::ComponentsOf(n.clients.to_pause)));
+          }
+          if (!n.clients.running.empty()) {
+            return wait(
+                absl::StrCat("waiting for ", n.clients.running.size(),
+                             " GPU client pods to stop before restarting the driver (first ",
+                             n.clients.running.front(), ")"));
+          }
           p.pod_action = PodAction::kDeleteDriverPod;
           p.pods = {{.ns = n.driver_pod->ns, .name = n.driver_pod->name}};
           p.changed = true;
           return wait(absl::StrCat("restarting the driver: deleting pod ", n.driver_pod->name));
         }
         if (!n.driver_pod->ready) return wait("waiting for the new driver pod to be Ready");
+        p.set_labels = n.clients.ResumeLabels();
         return Enter(n, std::move(p), Next(spec_, step));
       case RemediationStep::kRequestReboot:
         if (since == now_ && !n.reboot_requested) {
@@ -261,6 +274,12 @@ Plan PlanRemediation(const std::vector<NodeState>& input, const RemediationSpec&
       p.state = "";
       p.step = "";
       p.message = "";
+      p.changed = true;
+    }
+    const bool restarting =
+        p.state == kInProgress && p.step == RemediationStepName(RemediationStep::kRestartDriver);
+    if (!restarting && !n->upgrade_restarting_driver && !n->clients.paused.empty()) {
+      for (const auto& [label, value] : n->clients.ResumeLabels()) p.set_labels[label] = value;
       p.changed = true;
     }
     if (p.changed) plan.nodes.push_back(std::move(p));

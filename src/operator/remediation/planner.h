@@ -1,12 +1,14 @@
 #ifndef GPUOP_OPERATOR_REMEDIATION_PLANNER_H_
 #define GPUOP_OPERATOR_REMEDIATION_PLANNER_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "operator/api/policy.h"
+#include "operator/nodes/driver_clients.h"
 #include "operator/nodes/pod_actions.h"
 #include "operator/upgrade/snapshot.h"
 
@@ -38,7 +40,14 @@ struct NodeState {
   bool ready = false;             // the Node's Ready condition
   bool tainted = false;           // carries kRemediationTaintKey
   bool reboot_requested = false;  // carries the policy's reboot annotation
-  bool upgrading = false;         // a driver upgrade holds the node
+  // A driver upgrade holds the node (cordon-required to uncordon-required; not a node that
+  // only waits for an upgrade slot).
+  bool upgrading = false;
+  // The upgrade is replacing the driver pod right now (pod-restart-required): the clients'
+  // pause is its own.
+  bool upgrade_restarting_driver = false;
+  // gpuop's GPU clients on the node (paused around the driver pod's replacement).
+  DriverClients clients;
   // The driver pod on the node (none with a host driver).
   struct DriverPod {
     std::string ns, name;
@@ -73,6 +82,8 @@ struct NodePlan {
   bool request_reboot = false;  // set the policy's reboot annotation
   PodAction pod_action = PodAction::kNone;
   std::vector<PodRef> pods;
+  // Node labels to write with the state: the GPU clients' deploy labels (driver_clients.h).
+  std::map<std::string, std::string> set_labels;
   // Anything to write or do.
   bool changed = false;
 };
@@ -94,15 +105,19 @@ struct Plan {
 //      Taint          add the NoSchedule taint gpuop.io/remediation
 //      Drain          evict every unfinished pod that is not a DaemonSet's, a mirror or
 //                     gpuop's own (PodDisruptionBudgets apply; a blocked eviction is retried)
-//      RestartDriver  delete the driver pod; wait for its replacement to be Ready (skipped
-//                     with a host driver)
+//      RestartDriver  pause gpuop's GPU clients on the node and wait until their pods are
+//                     gone, delete the driver pod, wait for its replacement to be Ready and
+//                     resume the clients (skipped with a host driver)
 //      RequestReboot  set the reboot annotation; wait until the reboot tool removes it and the
 //                     node is Ready
-//      Validate       wait for GPUHealthy True (and the validator Ready where it runs)
+//      Validate       wait for GPUHealthy True (and, where it runs, a validator pod created
+//                     after the driver pod Ready)
 //      Untaint        remove the taint -> done
 //    a timeout -> failed (tainted; Warning); a node that becomes healthy and validated while
 //    failed or exhausted is untainted and returns to service.
 //  - disabled remediation starts nothing, and nodes it holds are untainted and released.
+//  - clients paused for a driver restart on a node not in the RestartDriver step are resumed,
+//    unless a driver upgrade is replacing that node's driver pod: its pause is its own.
 Plan PlanRemediation(const std::vector<NodeState>& nodes, const RemediationSpec& spec,
                      bool validation_enabled, absl::Time now);
 

@@ -100,6 +100,57 @@ TEST(RemediationPlannerTest, RestartDriverDeletesTheOldPodAndWaitsForTheNewOne) 
   EXPECT_EQ(p->step, "Validate") << "a Ready replacement moves on";
 }
 
+TEST(RemediationPlannerTest, RestartDriverPausesTheClientsFirstAndResumesThemAfter) {
+  NodeState n = Unhealthy("a");
+  n.state = kInProgress;
+  n.step = "RestartDriver";
+  n.since = kNow - absl::Seconds(30);
+  n.tainted = true;
+  n.driver_pod = NodeState::DriverPod{.ns = "gpuop-system",
+                                      .name = "gpuop-driver-old",
+                                      .ready = true,
+                                      .created = kNow - absl::Hours(5)};
+  n.clients.to_pause = {"gpuop.io/deploy.exporter"};
+  n.clients.running = {"gpuop-exporter-x"};
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pod_action, PodAction::kNone);
+  EXPECT_THAT(p->set_labels, ::testing::ElementsAre(::testing::Pair("gpuop.io/deploy.exporter",
+                                                                    "paused-for-driver-upgrade")));
+
+  n.clients.paused = n.clients.to_pause;
+  n.clients.to_pause.clear();
+  p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pod_action, PodAction::kNone) << "the exporter pod is still there";
+  EXPECT_THAT(p->message, HasSubstr("GPU client pods to stop"));
+  EXPECT_TRUE(p->set_labels.empty()) << "a restart in progress keeps its pause";
+
+  n.clients.running.clear();
+  p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->pod_action, PodAction::kDeleteDriverPod);
+
+  n.driver_pod->created = kNow - absl::Seconds(5);  // the replacement, Ready
+  p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->step, "Validate");
+  EXPECT_THAT(p->set_labels,
+              ::testing::ElementsAre(::testing::Pair("gpuop.io/deploy.exporter", "true")));
+}
+
+TEST(RemediationPlannerTest, APauseOfTheUpgradesIsNotLifted) {
+  NodeState n{.name = "a", .healthy = true, .ready = true};
+  n.clients.paused = {"gpuop.io/deploy.exporter"};
+  n.upgrade_restarting_driver = true;
+  EXPECT_FALSE(For(PlanRemediation({n}, Spec(), true, kNow), "a").has_value());
+  n.upgrade_restarting_driver = false;  // a pause nobody holds any more
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_THAT(p->set_labels,
+              ::testing::ElementsAre(::testing::Pair("gpuop.io/deploy.exporter", "true")));
+}
+
 TEST(RemediationPlannerTest, ValidateThenUntaintReturnsTheNodeToService) {
   NodeState n = Unhealthy("a");
   n.state = kInProgress;

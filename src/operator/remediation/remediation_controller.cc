@@ -34,9 +34,17 @@ bool HasTaint(const kube::Node& node) {
                      [](const kube::Taint& t) { return t.key == kRemediationTaintKey; });
 }
 
+// The upgrade state label's value ("" when absent).
+std::string UpgradeState(const kube::Node& node) {
+  return std::string(node.metadata.labels.Get(kUpgradeStateLabel).value_or(""));
+}
+
+// A driver upgrade holds the node: it is between cordon-required and uncordon-required. A node
+// that only waits for an upgrade slot (upgrade-required) is remediated meanwhile.
 bool Upgrading(const kube::Node& node) {
-  const std::string state(node.metadata.labels.Get(kUpgradeStateLabel).value_or(""));
-  return !state.empty() && state != "upgrade-done" && state != "upgrade-failed";
+  const std::string state = UpgradeState(node);
+  return !state.empty() && state != "upgrade-done" && state != "upgrade-failed" &&
+         state != "upgrade-required";
 }
 
 // A Node change that can change a plan.
@@ -80,7 +88,9 @@ void RemediationController::WatchCache(OperatorCache& cache, std::function<void(
                                  },
                              .on_delete = [trigger](const NodeEntry&) { trigger(); }});
   auto pod = [trigger](const OperandPod& p) {
-    if (p.component == "driver" || p.component == "validator") trigger();
+    if (p.component == "driver" || p.component == "validator" || IsDriverClient(p.component)) {
+      trigger();
+    }
   };
   cache.pods().AddHandlers({.on_add = pod,
                             .on_update = [pod](const OperandPod&, const OperandPod& p) { pod(p); },
@@ -114,7 +124,8 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
                 .message = Annotation(node, kRemediationMessageAnnotation),
                 .ready = node.Ready(),
                 .tainted = HasTaint(node),
-                .upgrading = Upgrading(node)};
+                .upgrading = Upgrading(node),
+                .upgrade_restarting_driver = UpgradeState(node) == "pod-restart-required"};
     for (absl::string_view t :
          absl::StrSplit(Annotation(node, kRemediationAttemptsAnnotation), ',', absl::SkipEmpty())) {
       if (auto time = ParseTime(t)) n.attempts.push_back(*time);
@@ -136,14 +147,23 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
         continue;
       }
     }
-    for (const auto& pod : cache_.PodsOn(n.name)) {
+    const auto pods_on_node = cache_.PodsOn(n.name);
+    std::vector<ClientPod> client_pods;
+    for (const auto& pod : pods_on_node) {
+      client_pods.push_back({pod->name, pod->component, pod->phase});
       if (pod->component == "driver") {
         n.driver_pod = NodeState::DriverPod{
             .ns = options_.ns, .name = pod->name, .ready = pod->ready, .created = pod->created};
-      } else if (pod->component == "validator") {
-        n.validator_ready = pod->ready;
       }
     }
+    // Only a validator that started after the driver pod validated that driver.
+    for (const auto& pod : pods_on_node) {
+      if (pod->component == "validator" &&
+          (!n.driver_pod.has_value() || pod->created >= n.driver_pod->created)) {
+        n.validator_ready = n.validator_ready.value_or(false) || pod->ready;
+      }
+    }
+    n.clients = DescribeDriverClients(node.metadata.labels, policy, client_pods);
     if (n.state == kInProgress && n.step == RemediationStepName(RemediationStep::kDrain)) {
       absl::StatusOr<kube::ObjectList> pods = client_.List(
           kube::resources::kPods, "", {.field_selector = absl::StrCat("spec.nodeName=", n.name)});
@@ -177,6 +197,7 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
   if (!problems.empty()) absl::StrAppend(&message, "; ", absl::StrJoin(problems, "; "));
   kube::Json labels = {
       {kRemediationStateLabel, plan.state.empty() ? kube::Json(nullptr) : kube::Json(plan.state)}};
+  for (const auto& [key, value] : plan.set_labels) labels[key] = value;
   kube::Json annotations = {
       {kRemediationStepAnnotation, plan.step.empty() ? kube::Json(nullptr) : kube::Json(plan.step)},
       {kRemediationMessageAnnotation, message.empty() ? kube::Json(nullptr) : kube::Json(message)}};
@@ -193,10 +214,7 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
     // than drop a taint someone added since the cache saw the Node.
     kube::Json taints = kube::Json::array();
     for (const kube::Taint& t : node.taints) {
-      if (t.key == kRemediationTaintKey) continue;
-      kube::Json taint = {{"key", t.key}, {"effect", t.effect}};
-      if (!t.value.empty()) taint["value"] = t.value;
-      taints.push_back(std::move(taint));
+      if (t.key != kRemediationTaintKey) taints.push_back(kube::TaintToJson(t));
     }
     if (plan.taint) {
       taints.push_back(

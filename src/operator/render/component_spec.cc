@@ -180,7 +180,11 @@ ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
   // NVIDIA's driver container: driver.args replace "init", as in NVIDIA's ClusterPolicy.
   s.command = {"nvidia-driver"};
   s.args = d.args.empty() ? std::vector<std::string>{"init"} : d.args;
-  s.env = d.env;
+  // NVIDIA's driver container picks the kernel modules to build or load from KERNEL_MODULE_TYPE
+  // (auto, open, proprietary), as NVIDIA's operator sets it from its kernelModuleType; the user's
+  // env comes after it and wins.
+  s.env = {{"KERNEL_MODULE_TYPE", d.kernel_module_type}};
+  s.env.insert(s.env.end(), d.env.begin(), d.env.end());
   s.resources = d.resources;
   // Loads kernel modules and exposes its root to the other components.
   s.privileged = true;
@@ -188,14 +192,43 @@ ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
   s.mounts = {{"run-nvidia", "/run/nvidia", "/run/nvidia", false, "DirectoryOrCreate", true},
               {"var-log", "/var/log", "/var/log", false, "Directory"},
               {"dev-log", "/dev/log", "/dev/log", false, ""},
-              {"host-os-release", "/etc/os-release", "/host-etc/os-release", true, "File"}};
-  s.readiness_probe = {{"exec", {{"command", {"nvidia-smi"}}}},
-                       {"initialDelaySeconds", 60},
-                       {"periodSeconds", 30},
-                       {"timeoutSeconds", 60}};
+              {"host-os-release", "/etc/os-release", "/host-etc/os-release", true, "File"},
+              // GSP firmware: the container points the kernel's firmware search path at its
+              // own lib/firmware, published on the host under the driver root, so the kernel
+              // finds the firmware the driver ships when the module loads.
+              {"firmware-search-path", "/sys/module/firmware_class/parameters/path",
+               "/sys/module/firmware_class/parameters/path", false, "File"},
+              {"nv-firmware", "/run/nvidia/driver/lib/firmware", "/lib/firmware", false,
+               "DirectoryOrCreate"}};
+  // Ready once the driver answers, as NVIDIA's driver DaemonSet signals it: the startup probe
+  // runs nvidia-smi and leaves .driver-ctr-ready in the validations directory, the preStop hook
+  // takes it away. Probed from the start every 5 s for up to 30 minutes (building the kernel
+  // modules takes minutes), not after a fixed 60 s delay: a node whose driver loads in seconds
+  // is Ready in seconds.
+  s.startup_probe = {{"exec",
+                      {{"command",
+                        {"sh", "-c",
+                         "nvidia-smi && mkdir -p /run/nvidia/validations &&"
+                         " touch /run/nvidia/validations/.driver-ctr-ready"}}}},
+                     {"periodSeconds", 5},
+                     {"failureThreshold", 360},
+                     {"timeoutSeconds", 60}};
+  s.lifecycle = {
+      {"preStop",
+       {{"exec", {{"command", {"rm", "-f", "/run/nvidia/validations/.driver-ctr-ready"}}}}}}};
   s.memory_limit = "";  // building kernel modules needs what it needs
   s.on_delete = true;
   s.extra_node_selector = {{"gpuop.io/driver.pool", pool.empty() ? "default" : pool}};
+  // Never two driver pods on one node: when a node moves to another pool's DaemonSet, the new
+  // pod stays Pending until the old one is gone (a terminating pod still counts), so two
+  // containers never load and unload the kernel modules over each other.
+  s.affinity = {{"podAntiAffinity",
+                 {{"requiredDuringSchedulingIgnoredDuringExecution",
+                   {{{"labelSelector",
+                      {{"matchLabels",
+                        {{"app.kubernetes.io/component", "driver"},
+                         {"app.kubernetes.io/managed-by", "gpuop-operator"}}}}},
+                     {"topologyKey", "kubernetes.io/hostname"}}}}}}};
   return s;
 }
 

@@ -58,6 +58,8 @@ struct ComponentSpec {
   std::vector<std::pair<std::string, std::string>> config_maps;  // (name, mount path)
   nlohmann::json ports = nlohmann::json::array();
   nlohmann::json readiness_probe;  // null: none
+  nlohmann::json startup_probe;    // null: none
+  nlohmann::json lifecycle;        // the container's lifecycle hooks; null: none
   std::string memory_limit = "64Mi";
   // Replaces the default resources (a small request and memory_limit) when set.
   std::optional<ResourceRequirements> resources;

@@ -32,11 +32,11 @@ nlohmann::json DevicePluginConfigMap(const PolicySpec& policy, const std::vector
   nlohmann::json data = {{policy.components.device_plugin_default_config, flags}};
   for (const auto& pool : pools) {
     if (!pool.time_slicing_replicas.has_value() || pool.device_plugin_config.has_value()) continue;
-    data[TimeSlicingConfigName(pool.name)] =
-        absl::StrCat(flags,
-                     "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
-                     "      replicas: ",
-                     *pool.time_slicing_replicas, "\n");
+    data[TimeSlicingConfigName(pool.name)] = absl::StrCat(
+        flags, "sharing:\n  timeSlicing:\n",
+        pool.time_slicing_rename ? "    renameByDefault: true\n" : "",
+        "    resources:\n    - name: nvidia.com/gpu\n      replicas: ", *pool.time_slicing_replicas,
+        "\n");
   }
   return ConfigMap("gpuop-device-plugin-config", ns, "device-plugin", std::move(data));
 }

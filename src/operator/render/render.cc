@@ -4,8 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "operator/nodes/node_labels.h"
+#include "operator/nodes/startup_taint.h"
 #include "operator/render/component_spec.h"
 #include "operator/render/config_maps.h"
+#include "operator/render/monitoring.h"
 
 namespace gpuop::op {
 
@@ -73,6 +75,9 @@ Json Tolerations(const PolicySpec& policy) {
       {{"key", "amd.com/gpu"}, {"operator", "Exists"}},
       // The health monitor and validator must run on a node under remediation.
       {{"key", "gpuop.io/remediation"}, {"operator", "Exists"}},
+      // The GPU stack is what takes the node group's startup taint away (startup_taint.h).
+      {{"key", kStartupTaintKey}, {"operator", "Exists"}},
+      {{"key", kAutoscalerStartupTaintKey}, {"operator", "Exists"}},
   });
   for (const auto& t : policy.tolerations) out.push_back(t);
   return out;
@@ -154,6 +159,8 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
                     {"volumeMounts", mounts}};
   if (!s.args.empty()) container["args"] = s.args;
   if (!s.ports.empty()) container["ports"] = s.ports;
+  if (!s.startup_probe.is_null()) container["startupProbe"] = s.startup_probe;
+  if (!s.lifecycle.is_null()) container["lifecycle"] = s.lifecycle;
   if (!s.readiness_probe.is_null()) {
     container["readinessProbe"] = s.readiness_probe;
     // With hostNetwork the pod's IP is the node's: the kubelet, on the same host, probes
@@ -288,8 +295,12 @@ absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
   if (policy.Enabled(Component::kMigManager) && policy.components.mig_config.empty()) {
     config_maps.push_back(render::MigConfigMap(in.ns));
   }
+  std::vector<Json> monitoring;
+  if (policy.Enabled(Component::kExporter)) {
+    monitoring = render::ExporterMonitoring(policy, in.ns, Labels("exporter", "gpuop-exporter"));
+  }
   std::vector<Json> out;
-  for (auto* group : {&cluster, &config_maps, &accounts, &rbac, &daemon_sets}) {
+  for (auto* group : {&cluster, &config_maps, &accounts, &rbac, &daemon_sets, &monitoring}) {
     for (auto& o : *group) out.push_back(std::move(o));
   }
   return out;

@@ -43,12 +43,15 @@ std::vector<Scenario> Scenarios() {
   everything.components.runtime_kind = "containerd";
   everything.image_pull_secrets = {"registry"};
   everything.node_selector = {{"team", "ml"}};
+  everything.components.exporter_service_monitor = true;
+  everything.components.exporter_scrape_interval = absl::Seconds(90);
+  everything.components.exporter_service_monitor_labels = {{"release", "prometheus"}};
   std::vector<NodePool> pools = {
       Pool(R"({"metadata": {"name": "a100"}, "spec": {"nodeSelector": {"matchLabels":
               {"gpu": "a100"}}, "migLayout": "all-balanced"}})"),
       Pool(R"({"metadata": {"name": "h100"}, "spec": {"nodeSelector": {"matchLabels":
               {"gpu": "h100"}}, "driver": {"version": "580.65.06"},
-              "timeSlicing": {"replicas": 4}}})")};
+              "timeSlicing": {"replicas": 4, "renameByDefault": true}}})")};
   PolicySpec minimal = DefaultPolicy();
   minimal.driver.enabled = false;
   minimal.components.runtime = false;
@@ -67,6 +70,7 @@ std::vector<Scenario> Scenarios() {
   host_network.driver.image = "driver-custom";
   host_network.driver.env = {{"NODE_NAME", "overridden"}, {"NVIDIA_DRIVER_DEBUG", "1"}};
   host_network.driver.args = {"init", "--accept-license"};
+  host_network.driver.kernel_module_type = "open";
   host_network.driver.resources =
       ResourceRequirements{.requests = {{"cpu", "1"}}, .limits = {{"memory", "4Gi"}}};
   return {{"default", {.policy = DefaultPolicy()}},
@@ -264,6 +268,7 @@ TEST(RenderTest, TheDriverContainerTakesTheSpecsImageEnvArgsAndResources) {
   EXPECT_EQ(plain["args"], Json({"init"}));
   EXPECT_EQ(plain["imagePullPolicy"], "IfNotPresent");
   EXPECT_EQ(plain["resources"], Json::parse(R"({"requests": {"cpu": "10m", "memory": "16Mi"}})"));
+  EXPECT_EQ(EnvValue(plain, "KERNEL_MODULE_TYPE"), "auto");
 
   const std::vector<Json> objects = Render(Scenarios()[3].input);
   for (const char* name : {"DaemonSet/gpuop-driver", "DaemonSet/gpuop-driver-h100"}) {
@@ -278,6 +283,7 @@ TEST(RenderTest, TheDriverContainerTakesTheSpecsImageEnvArgsAndResources) {
     EXPECT_EQ(c["imagePullPolicy"], "Never");
     EXPECT_EQ(EnvValue(c, "NODE_NAME"), "overridden") << "the spec's value replaces gpuop's";
     EXPECT_EQ(EnvValue(c, "NVIDIA_DRIVER_DEBUG"), "1");
+    EXPECT_EQ(EnvValue(c, "KERNEL_MODULE_TYPE"), "open") << "spec.driver.kernelModuleType";
     EXPECT_EQ(EnvValue(c, "POD_NAME"), "");
     int node_names = 0;
     for (const auto& e : c["env"]) node_names += e["name"] == "NODE_NAME" ? 1 : 0;
@@ -362,6 +368,18 @@ TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {
       base->at("spec").at("template").at("spec").at("nodeSelector").at("gpuop.io/driver.pool"),
       "default");
   EXPECT_EQ(Find(objects, "DaemonSet/gpuop-driver-a100"), nullptr) << "a100 sets no driver";
+  // Every driver DaemonSet keeps away from any other driver pod on the node.
+  for (const Json* ds : {pool, base}) {
+    const Json& terms =
+        ds->at("spec")
+            .at("template")
+            .at("spec")
+            .at("affinity")
+            .at("podAntiAffinity")["requiredDuringSchedulingIgnoredDuringExecution"];
+    ASSERT_EQ(terms.size(), 1u);
+    EXPECT_EQ(terms[0]["topologyKey"], "kubernetes.io/hostname");
+    EXPECT_EQ(terms[0]["labelSelector"]["matchLabels"]["app.kubernetes.io/component"], "driver");
+  }
 }
 
 TEST(RenderTest, TheDevicePluginAcceptsTheRenderedConfigurations) {
@@ -375,6 +393,7 @@ TEST(RenderTest, TheDevicePluginAcceptsTheRenderedConfigurations) {
     if (name == "pool-h100") {
       ASSERT_EQ(config->time_slicing.size(), 1u);
       EXPECT_EQ(config->time_slicing[0].replicas, 4);
+      EXPECT_TRUE(config->rename_by_default) << "the pool's renameByDefault";
     }
     EXPECT_EQ(config->mig_strategy, agent::MigStrategy::kSingle);
   }

@@ -14,6 +14,7 @@ kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message,
   kube::Json labels = kube::Json::object();
   kube::Json annotations = kube::Json::object();
   kube::Json spec = kube::Json::object();
+  for (const auto& [key, value] : plan.set_labels) labels[key] = value;
   if (plan.Transition()) {
     labels[kUpgradeStateLabel] = std::string(UpgradeStateLabelValue(plan.to));
     annotations[kUpgradeSinceAnnotation] = kube::FormatTimestamp(now);

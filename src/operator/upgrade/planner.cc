@@ -27,13 +27,20 @@ std::string Count(size_t n, const char* one, const char* many) {
 }
 
 // "ns/a, ns/b, ns/c and 2 more".
-std::string Names(const std::vector<const PodInfo*>& pods) {
+
+std::string Names(const std::vector<std::string>& names) {
   constexpr size_t kShown = 3;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < pods.size() && i < kShown; ++i) names.push_back(pods[i]->Key());
-  std::string out = absl::StrJoin(names, ", ");
-  if (pods.size() > kShown) absl::StrAppend(&out, " and ", pods.size() - kShown, " more");
+  std::vector<std::string> shown(
+      names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(kShown, names.size())));
+  std::string out = absl::StrJoin(shown, ", ");
+  if (names.size() > kShown) absl::StrAppend(&out, " and ", names.size() - kShown, " more");
   return out;
+}
+
+std::string Names(const std::vector<const PodInfo*>& pods) {
+  std::vector<std::string> keys;
+  for (const PodInfo* p : pods) keys.push_back(p->Key());
+  return Names(keys);
 }
 
 std::vector<PodRef> Refs(const std::vector<const PodInfo*>& pods) {
@@ -186,18 +193,31 @@ class NodePlanner {
       }
       return;
     }
-    std::vector<const PodInfo*> gpu, refused, deletable;
+    std::vector<const PodInfo*> gpu, refused, uncontrolled, deletable;
     for (const PodInfo& p : n_.pods) {
-      if (!p.uses_gpu || p.operand || p.mirror || p.Finished()) continue;
+      // DaemonSet pods are left alone, as NVIDIA's upgrade does: deleting one only brings it
+      // back at once, and the DaemonSet's owner decides how it runs through a driver restart.
+      if (!p.uses_gpu || p.operand || p.mirror || p.daemon_set || p.Finished()) continue;
       gpu.push_back(&p);
       if (p.terminating) continue;
-      (p.empty_dir && !spec_.pod_deletion_delete_empty_dir ? refused : deletable).push_back(&p);
+      if (p.empty_dir && !spec_.pod_deletion_delete_empty_dir) {
+        refused.push_back(&p);
+      } else if (!p.controlled && !spec_.pod_deletion_force) {
+        uncontrolled.push_back(&p);  // nothing would recreate it: kubectl drain's --force rule
+      } else {
+        deletable.push_back(&p);
+      }
     }
     if (gpu.empty()) return Go(AfterPodDeletion(), "");
     if (!refused.empty()) {
       return PodDeletionFailed(
           absl::StrCat("GPU pod ", Names(refused),
                        " uses emptyDir and spec.upgrade.podDeletion.deleteEmptyDir is false"));
+    }
+    if (!uncontrolled.empty()) {
+      return PodDeletionFailed(absl::StrCat("GPU pod ", Names(uncontrolled),
+                                            " has no controller and "
+                                            "spec.upgrade.podDeletion.force is false"));
     }
     if (TimedOut(timeout)) {
       return PodDeletionFailed(absl::StrCat(Count(gpu.size(), "GPU pod", "GPU pods"),
@@ -214,7 +234,6 @@ class NodePlanner {
          timeout);
     out_.action = Action::kDeletePods;
     out_.pods = Refs(deletable);
-    if (spec_.pod_deletion_force) out_.grace_seconds = 0;
   }
 
   void Drain() {
@@ -274,7 +293,10 @@ class NodePlanner {
   void PodRestart() {
     const absl::Duration timeout = spec_.pod_restart_timeout;
     const std::string& ds = n_.driver_daemon_set;
-    if (Current() && n_.driver_pod->ready) return Go(UpgradeState::kValidationRequired, "");
+    if (Current() && n_.driver_pod->ready) {
+      out_.set_labels = n_.clients.ResumeLabels();
+      return Go(UpgradeState::kValidationRequired, "");
+    }
     if (Current() && n_.driver_pod->restarts > kMaxDriverRestarts) {
       return Fail(absl::StrCat("driver pod ", n_.driver_pod->name, " restarted ",
                                n_.driver_pod->restarts, " times without becoming Ready"));
@@ -286,6 +308,13 @@ class NodePlanner {
       waiting = absl::StrCat("waiting for DaemonSet ", ds, " to create the driver pod");
     } else if (Current()) {
       waiting = absl::StrCat("waiting for driver pod ", n_.driver_pod->name, " to be Ready");
+    } else if (!n_.clients.to_pause.empty()) {
+      waiting = absl::StrCat("pausing the GPU clients before restarting the driver: ",
+                             DriverClients::ComponentsOf(n_.clients.to_pause));
+    } else if (!n_.clients.running.empty()) {
+      waiting = absl::StrCat("waiting for ",
+                             Count(n_.clients.running.size(), "GPU client", "GPU clients"),
+                             " to stop before restarting the driver: ", Names(n_.clients.running));
     } else {
       waiting =
           absl::StrCat("deleting driver pod ", n_.driver_pod->name, " (", OutdatedMessage(), ")");
@@ -294,7 +323,9 @@ class NodePlanner {
       return Fail(absl::StrCat("the driver was not Ready within ", Short(timeout), ": ", waiting));
     }
     Stay(std::move(waiting), timeout);
-    if (Outdated()) {
+    if (Outdated() && !n_.clients.Stopped()) {
+      out_.set_labels = n_.clients.PauseLabels();
+    } else if (Outdated()) {
       out_.action = Action::kDeleteDriverPod;
       out_.pods = {PodRef{.ns = n_.driver_pod->ns, .name = n_.driver_pod->name}};
     }
@@ -351,7 +382,8 @@ class NodePlanner {
 };
 
 bool Unavailable(const NodeSnapshot& n, UpgradeState state) {
-  return n.unschedulable || !n.ready || state == UpgradeState::kCordonRequired;
+  return n.unschedulable || !n.ready || n.remediation_tainted ||
+         state == UpgradeState::kCordonRequired;
 }
 
 }  // namespace
@@ -377,7 +409,7 @@ const char* ActionName(Action action) {
 bool NodePlan::HasWork() const {
   if (excluded) return false;
   return Transition() || action != Action::kNone || stamp_since || message != current_message ||
-         set_cordoned_before.has_value();
+         set_cordoned_before.has_value() || !set_labels.empty();
 }
 
 std::string NodePlan::Describe() const {
@@ -454,6 +486,8 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
         planner.Go(UpgradeState::kUpgradeDone, "");
       } else if (!spec.auto_upgrade) {
         p.message = "waiting: automatic upgrades are off (spec.upgrade.autoUpgrade is false)";
+      } else if (n.remediating) {
+        p.message = "waiting: remediation is working on the node";
       } else if (parallel_left > 0 && (fresh_left > 0 || Unavailable(n, p.from))) {
         --parallel_left;
         if (!Unavailable(n, p.from)) --fresh_left;
@@ -465,6 +499,9 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
       }
     } else {
       planner.Run();
+    }
+    if (!InProgress(p.to) && !n.remediation_restarting_driver && !n.clients.paused.empty()) {
+      p.set_labels = n.clients.ResumeLabels();
     }
     if (InProgress(p.to) && !n.since.has_value() && !p.Transition()) p.stamp_since = true;
     ++plan.counts.nodes[p.to];

@@ -45,7 +45,7 @@ struct NodePlan {
   UpgradeState to = UpgradeState::kUnknown;  // == from: the node stays
   Action action = Action::kNone;
   std::vector<PodRef> pods;              // for the pod actions
-  std::optional<int64_t> grace_seconds;  // kDeletePods: 0 with force; else the pod's own
+  std::optional<int64_t> grace_seconds;  // kDeletePods: nullopt, each pod's own grace period
   // The gpuop.io/driver-upgrade-message to write: why the node waits or failed, what is being
   // done. Stable while nothing changes, so that waiting costs no writes.
   std::string message;
@@ -58,6 +58,9 @@ struct NodePlan {
   bool stamp_since = false;
   // Write gpuop.io/cordoned-before: true sets it, false removes it; nullopt leaves it.
   std::optional<bool> set_cordoned_before;
+  // Node labels to write with the state: the GPU clients' deploy labels, paused before the
+  // driver pod is replaced and resumed once the new one is Ready (driver_clients.h).
+  std::map<std::string, std::string> set_labels;
 
   bool Transition() const { return to != from; }
   // Whether the executor has anything to do for this node.
@@ -101,24 +104,34 @@ inline constexpr int32_t kMaxDriverRestarts = 10;
 //  - cordon-required: cordon -> wait-for-jobs-required.
 //  - wait-for-jobs-required: until no unfinished pod matches waitForJobs.podSelector, or its
 //    timeout passes (the upgrade then goes ahead) -> pod-deletion-required.
-//  - pod-deletion-required: delete unfinished GPU pods (not gpuop's, not mirror pods); emptyDir
-//    pods are refused unless deleteEmptyDir. Refused or timed out: -> drain-required when drain
-//    is enabled, else upgrade-failed. None left -> drain-required / pod-restart-required.
+//  - pod-deletion-required: delete unfinished GPU pods (not gpuop's, DaemonSet or mirror pods)
+//    with their own grace period; emptyDir pods are refused unless deleteEmptyDir, pods without
+//    a controller unless force (as kubectl drain's --delete-emptydir-data and --force). Refused
+//    or timed out: -> drain-required when drain is enabled, else upgrade-failed. None left ->
+//    drain-required / pod-restart-required.
 //  - drain-required: evict unfinished pods that are not DaemonSet, gpuop or mirror pods, match
 //    drain.podSelector and lack the drain-skip label (such pods keep running through the
 //    upgrade). emptyDir pods without drain.deleteEmptyDir, and pods without a controller without
 //    drain.force, fail the node at once (kubectl drain refuses them too). A blocked eviction is
 //    retried every pass until drain.timeout -> upgrade-failed. None left -> pod-restart-required.
-//  - pod-restart-required: delete the outdated driver pod; once the DaemonSet's new pod is
-//    current and Ready -> validation-required. More than kMaxDriverRestarts restarts or
-//    podRestartTimeout -> upgrade-failed.
-//  - validation-required: the validator pod on the node Ready (or validation disabled) ->
-//    uncordon-required; validationTimeout -> upgrade-failed.
+//  - pod-restart-required: pause gpuop's GPU clients on the node (their deploy labels to
+//    paused-for-driver-upgrade), wait until none of their pods is left, then delete the outdated
+//    driver pod; once the DaemonSet's new pod is current and Ready, resume the clients ->
+//    validation-required. More than kMaxDriverRestarts restarts or podRestartTimeout ->
+//    upgrade-failed.
+//  - validation-required: a validator pod created after the new driver pod is Ready (or
+//    validation disabled) -> uncordon-required; validationTimeout -> upgrade-failed.
 //  - uncordon-required: uncordon unless gpuop.io/cordoned-before -> upgrade-done.
 //  - upgrade-failed: holds no slot; once the driver pod is current, Ready and validated ->
 //    upgrade-done, uncordoned unless it was cordoned before. A failure before the driver pod was
 //    touched (cordon to drain) uncordons the node at once, as it still runs its working driver.
 //    An upgrade is retried by setting the state label to upgrade-required.
+//  - clients paused for a driver restart on a node no longer restarting its driver (failed,
+//    done, or a state label set by hand) are resumed, unless remediation is restarting that
+//    node's driver: its pause is its own.
+//  - remediation and upgrades never restart the same driver: a node that remediation holds
+//    (in-progress) does not start an upgrade, and remediation's NoSchedule taint makes a node
+//    count as unavailable.
 // Every wait is timed from gpuop.io/driver-upgrade-since, so time already waited survives a
 // restart; a zero timeout waits forever. An unknown label value counts as unknown.
 UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl::Time now);

@@ -1,5 +1,7 @@
 #include "operator/upgrade/snapshot.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "common/status_macros.h"
 #include "kube/types/json_fields.h"
@@ -94,6 +96,12 @@ NodeSnapshot DescribeNode(const kube::Node& node) {
     if (absl::StatusOr<absl::Time> t = kube::ParseTimestamp(*since); t.ok()) n.since = *t;
   }
   if (auto message = annotations.Get(kUpgradeMessageAnnotation)) n.message = std::string(*message);
+  n.remediating = LabelIs(labels, kRemediationStateLabel, "in-progress");
+  n.remediation_restarting_driver =
+      n.remediating && LabelIs(annotations, kRemediationStepAnnotation, "RestartDriver");
+  n.remediation_tainted =
+      std::any_of(node.taints.begin(), node.taints.end(),
+                  [](const kube::Taint& t) { return t.key == kRemediationTaintKey; });
   return n;
 }
 

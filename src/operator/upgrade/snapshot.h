@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "kube/types/labels.h"
 #include "kube/types/node.h"
+#include "operator/nodes/driver_clients.h"
 
 namespace gpuop::op::upgrade {
 
@@ -51,6 +52,7 @@ struct DriverPod {
   std::string revision;  // its controller-revision-hash label
   bool ready = false;
   int32_t restarts = 0;
+  absl::Time created = absl::InfinitePast();
 };
 
 struct NodeSnapshot {
@@ -70,8 +72,19 @@ struct NodeSnapshot {
   // while unknown (no DaemonSet, or its controller has not caught up with its latest spec).
   std::optional<std::string> update_revision;
   std::optional<DriverPod> driver_pod;
-  // Whether the validator pod on the node is Ready; nullopt when there is none.
+  // Whether a validator pod on the node that started after the driver pod was created is Ready
+  // (a result from before the driver restart says nothing about the new driver); nullopt when
+  // there is none.
   std::optional<bool> validator_ready;
+  // gpuop's GPU clients on the node (paused around the driver pod's replacement).
+  DriverClients clients;
+  // Remediation holds the node (gpuop.io/remediation-state=in-progress): no upgrade starts.
+  bool remediating = false;
+  // Remediation is replacing the driver pod right now (its RestartDriver step): the clients'
+  // pause is its own.
+  bool remediation_restarting_driver = false;
+  // The node carries remediation's NoSchedule taint: it counts as unavailable.
+  bool remediation_tainted = false;
   // Every pod on the node, listed for the states that look at them (wait-for-jobs,
   // pod-deletion, drain); `pods_listed` false otherwise or when listing failed (`pods_error`).
   bool pods_listed = false;

@@ -32,8 +32,11 @@ bool NodeChanged(const kube::Node& a, const kube::Node& b) {
          a.unschedulable != b.unschedulable || a.Ready() != b.Ready();
 }
 
+// The driver and validator pods move the upgrade; a GPU client pod going away lets a paused
+// node's driver restart.
 bool Watched(const OperandPod& pod) {
-  return pod.component == kDriverComponent || pod.component == kValidatorComponent;
+  return pod.component == kDriverComponent || pod.component == kValidatorComponent ||
+         IsDriverClient(pod.component);
 }
 
 std::string StateName(UpgradeState state) {
@@ -161,21 +164,31 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
     if (!IsManagedNode(node)) continue;
     NodeSnapshot n = DescribeNode(node);
     if (!n.Excluded()) n.update_revision = revision_of(n.driver_daemon_set);
-    for (const auto& pod : cache_.PodsOn(n.name)) {
-      if (pod->component == kDriverComponent) {
-        driver_pods.insert(pod->name);
-        // Prefer the pod of the node's own driver DaemonSet.
-        if (n.driver_pod.has_value() && n.driver_pod->owner == n.driver_daemon_set) continue;
-        n.driver_pod = DriverPod{.ns = options_.ns,
-                                 .name = pod->name,
-                                 .owner = pod->owner,
-                                 .revision = pod->revision,
-                                 .ready = pod->ready,
-                                 .restarts = pod->restarts};
-      } else if (pod->component == kValidatorComponent) {
+    const auto pods_on_node = cache_.PodsOn(n.name);
+    std::vector<ClientPod> client_pods;
+    for (const auto& pod : pods_on_node) {
+      client_pods.push_back({pod->name, pod->component, pod->phase});
+      if (pod->component != kDriverComponent) continue;
+      driver_pods.insert(pod->name);
+      // Prefer the pod of the node's own driver DaemonSet.
+      if (n.driver_pod.has_value() && n.driver_pod->owner == n.driver_daemon_set) continue;
+      n.driver_pod = DriverPod{.ns = options_.ns,
+                               .name = pod->name,
+                               .owner = pod->owner,
+                               .revision = pod->revision,
+                               .ready = pod->ready,
+                               .restarts = pod->restarts,
+                               .created = pod->created};
+    }
+    // Only a validator that started after the driver pod validated that driver.
+    const absl::Time driver_created =
+        n.driver_pod.has_value() ? n.driver_pod->created : absl::InfinitePast();
+    for (const auto& pod : pods_on_node) {
+      if (pod->component == kValidatorComponent && pod->created >= driver_created) {
         n.validator_ready = n.validator_ready.value_or(false) || pod->ready;
       }
     }
+    n.clients = DescribeDriverClients(node.metadata.labels, policy, client_pods);
     const UpgradeState state = ParseUpgradeState(n.state_label).value_or(UpgradeState::kUnknown);
     if (!n.Excluded() && NeedsPods(state)) {
       absl::StatusOr<kube::ObjectList> pods = client_.ListAll(
