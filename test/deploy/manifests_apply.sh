@@ -94,7 +94,31 @@ can no impersonate serviceaccounts -A
 can no update leases.coordination.k8s.io/other -n gpuop-system
 
 # 4. Everything the operator renders, applied as the operator (its golden file with every
-# component, moved to this namespace).
+# component, moved to this namespace). The ServiceMonitor needs the Prometheus Operator's CRD:
+# a stand-in with its group, version, kind and scope and an open schema (what is checked here is
+# the operator's RBAC and the object's kind, not the Prometheus Operator's validation).
+cat >"$work/servicemonitor-crd.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servicemonitors.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+YAML
+k apply -f "$work/servicemonitor-crd.yaml" >/dev/null || fail "the stand-in ServiceMonitor CRD"
+k wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com --timeout=60s \
+  >/dev/null || fail "the stand-in ServiceMonitor CRD is not Established"
+can yes create services -n gpuop-system
+can yes create servicemonitors.monitoring.coreos.com -n gpuop-system
+can no create servicemonitors.monitoring.coreos.com -n default
 {
   printf '{"apiVersion": "v1", "kind": "List", "items": '
   sed 's/"gpu-operators"/"gpuop-system"/g' "$root/src/operator/render/testdata/pools.json"

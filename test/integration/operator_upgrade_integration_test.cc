@@ -1,8 +1,10 @@
 // A rolling driver upgrade against the real kube-apiserver. The `apiserver` profile has no
 // kubelet, no DaemonSet controller and no disruption controller, so the test plays them: it
 // keeps one driver pod per node at the DaemonSet's current revision (creating the replacement
-// when the upgrade controller deletes one), finishes the deletion of pods that are terminating,
-// and computes the PodDisruptionBudget's status. Four nodes, maxParallel 2, drain enabled: one
+// when the upgrade controller deletes one) and one validator pod per node while the node's
+// gpuop.io/deploy.validator is "true" (so the pause around a driver restart takes it away and
+// brings a new one back), finishes the deletion of pods that are terminating, and computes the
+// PodDisruptionBudget's status. Four nodes, maxParallel 2, drain enabled: one
 // pre-cordoned node stays cordoned, one node whose pod a PodDisruptionBudget protects waits and
 // then fails on the drain timeout while the others finish, and the operator is restarted (its
 // cache and controller destroyed and made anew) in the middle.
@@ -77,7 +79,8 @@ class FakeNodeAgents {
   int replaced() const { return replaced_.load(); }
 
  private:
-  // One round: terminating pods go, each node gets a driver pod, new pods become Ready.
+  // One round: terminating pods go, each node gets a driver pod and, while selected, a validator
+  // pod; new pods become Ready.
   void Sync() {
     for (const std::string& ns : {ns_, work_ns_}) {
       auto pods = client_.ListAll(resources::kPods, ns);
@@ -89,47 +92,77 @@ class FakeNodeAgents {
         }
       }
     }
-    auto drivers = client_.ListAll(resources::kPods, ns_,
-                                   {.label_selector = "app.kubernetes.io/component=driver"});
-    if (!drivers.ok()) return;
-    std::map<std::string, bool> has_driver;
-    for (const Json& pod : drivers->items) {
-      if (pod["metadata"].contains("deletionTimestamp")) continue;
-      has_driver[pod["spec"].value("nodeName", "")] = true;
-    }
     std::string revision;
     {
       absl::MutexLock lock(&mu_);
       revision = revision_;
     }
+    const std::map<std::string, std::string> drivers = Running("driver");
+    const std::map<std::string, std::string> validators = Running("validator");
     for (const std::string& node : nodes_) {
-      if (has_driver[node]) continue;
-      const std::string name = absl::StrCat(kDriverDs, "-", node, "-", ++attempts_);
-      Json labels = OperandLabels("driver", kDriverDs);
-      labels["controller-revision-hash"] = revision;
-      Json pod = {{"apiVersion", "v1"},
-                  {"kind", "Pod"},
-                  {"metadata",
-                   {{"name", name},
-                    {"labels", labels},
-                    {"ownerReferences",
-                     {{{"apiVersion", "apps/v1"},
-                       {"kind", "DaemonSet"},
-                       {"name", kDriverDs},
-                       {"uid", ds_uid_},
-                       {"controller", true}}}}}},
-                  {"spec",
-                   {{"nodeName", node},
-                    {"containers", {{{"name", "driver"}, {"image", "driver:" + revision}}}}}}};
-      if (!client_.Create(resources::kPods, ns_, pod).ok()) continue;
-      (void)client_.Patch(
-          resources::kPods, ns_, name, kube::PatchType::kMergePatch,
-          {{"status",
-            {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
-          {.subresource = "status"});
-      if (++created_ > static_cast<int>(nodes_.size())) replaced_.fetch_add(1);
+      if (!drivers.contains(node)) {
+        Json labels = OperandLabels("driver", kDriverDs);
+        labels["controller-revision-hash"] = revision;
+        if (CreateReady(absl::StrCat(kDriverDs, "-", node, "-", ++attempts_), node, labels,
+                        kDriverDs, ds_uid_, "driver:" + revision) &&
+            ++created_ > static_cast<int>(nodes_.size())) {
+          replaced_.fetch_add(1);
+        }
+      }
+      // The validator DaemonSet selects gpuop.io/deploy.validator=true.
+      auto got = client_.Get(resources::kNodes, "", node);
+      if (!got.ok()) continue;
+      const bool selected = (*got)["metadata"]["labels"].value("gpuop.io/deploy.validator", "") ==
+                            "true";
+      if (selected && !validators.contains(node)) {
+        (void)CreateReady(absl::StrCat("gpuop-validator-", node, "-", ++attempts_), node,
+                          OperandLabels("validator", "gpuop-validator"), "gpuop-validator",
+                          kValidatorDsUid, "v:1");
+      } else if (!selected && validators.contains(node)) {
+        (void)client_.Delete(resources::kPods, ns_, validators.at(node));
+      }
     }
   }
+
+  // The pods of `component` not being deleted: node -> pod name.
+  std::map<std::string, std::string> Running(const std::string& component) {
+    std::map<std::string, std::string> out;
+    auto pods = client_.ListAll(resources::kPods, ns_,
+                                {.label_selector = "app.kubernetes.io/component=" + component});
+    if (!pods.ok()) return out;
+    for (const Json& pod : pods->items) {
+      if (pod["metadata"].contains("deletionTimestamp")) continue;
+      out[pod["spec"].value("nodeName", "")] = pod["metadata"].value("name", "");
+    }
+    return out;
+  }
+
+  // A pod of DaemonSet `owner` on `node`, Running and Ready, as the kubelet would report it.
+  bool CreateReady(const std::string& name, const std::string& node, const Json& labels,
+                   const std::string& owner, const std::string& owner_uid,
+                   const std::string& image) {
+    Json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", name},
+                  {"labels", labels},
+                  {"ownerReferences",
+                   {{{"apiVersion", "apps/v1"},
+                     {"kind", "DaemonSet"},
+                     {"name", owner},
+                     {"uid", owner_uid},
+                     {"controller", true}}}}}},
+                {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", image}}}}}}};
+    if (!client_.Create(resources::kPods, ns_, pod).ok()) return false;
+    return client_
+        .Patch(resources::kPods, ns_, name, kube::PatchType::kMergePatch,
+               {{"status",
+                 {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
+               {.subresource = "status"})
+        .ok();
+  }
+
+  static constexpr char kValidatorDsUid[] = "00000000-0000-0000-0000-000000000002";
 
   kube::Client& client_;
   const std::string ns_;
@@ -201,6 +234,7 @@ class OperatorUpgradeIntegrationTest : public ::testing::Test {
                    {"labels",
                     {{"gpuop.io/managed", "true"},
                      {"gpuop.io/deploy.driver", "true"},
+                     {"gpuop.io/deploy.validator", "true"},
                      {"gpuop.io/driver.pool", "default"}}}}},
                  {"spec", {{"unschedulable", cordoned}}}};
     ASSERT_TRUE(client_->Create(resources::kNodes, "", node).ok());
@@ -349,31 +383,6 @@ TEST_F(OperatorUpgradeIntegrationTest, RollsTheDriverAcrossTheNodesThroughAResta
   ds_uid_ = (*ds)["metadata"]["uid"].get<std::string>();
   PublishRevision("rev1", 1, 1);
 
-  // Validator pods, Ready, one per node.
-  for (const std::string& node : nodes_) {
-    const std::string name = "gpuop-validator-" + node;
-    Json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata",
-         {{"name", name},
-          {"labels", OperandLabels("validator", "gpuop-validator")},
-          {"ownerReferences",
-           {{{"apiVersion", "apps/v1"},
-             {"kind", "DaemonSet"},
-             {"name", "gpuop-validator"},
-             {"uid", "00000000-0000-0000-0000-000000000002"},
-             {"controller", true}}}}}},
-        {"spec", {{"nodeName", node}, {"containers", {{{"name", "v"}, {"image", "v:1"}}}}}}};
-    ASSERT_TRUE(client_->Create(resources::kPods, ns_, pod).ok());
-    ASSERT_TRUE(client_
-                    ->Patch(resources::kPods, ns_, name, kube::PatchType::kMergePatch,
-                            {{"status",
-                              {{"phase", "Running"},
-                               {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
-                            {.subresource = "status"})
-                    .ok());
-  }
   // A GPU job on every node; on b, a web pod a budget protects.
   for (const std::string& node : nodes_) {
     CreateWorkload("train-" + node, node, {{"app", "train"}}, /*gpu=*/true);
