@@ -499,10 +499,14 @@ TEST_F(NodeE2ETest, TheRuntimeComponentConfiguresContainerd) {
   EXPECT_TRUE(configured.ok()) << configured;
 }
 
-// The pods of gpuop's GPU clients on the node: every component but the driver and the runtime.
+// The pods of gpuop's GPU clients on the node whose containers may still run: every component
+// but the driver and the runtime, unless the kubelet reported the pod Succeeded or Failed (its
+// containers stopped; a deleted pod stays listed a moment after that).
 std::vector<std::string> ClientPods(const std::vector<json>& pods) {
   std::vector<std::string> out;
   for (const json& pod : pods) {
+    const std::string phase = pod["status"].value("phase", "");
+    if (phase == "Succeeded" || phase == "Failed") continue;
     const std::string component = LabelOf(pod, "app.kubernetes.io/component");
     if (component.empty() || component == "driver" || component == "runtime" ||
         component == "discovery" ||
@@ -536,13 +540,15 @@ TEST_F(NodeE2ETest, ADriverUpgradeStopsTheGpuClientsFirstAndNeverCrashLoops) {
   ASSERT_FALSE(ClientPods(*before).empty());
 
   // A new pod template for the driver DaemonSet (an environment variable), as a new driver
-  // version would give; the simulated image stays the one imported.
+  // version would give; the simulated image stays the one imported. The user's probe pod has no
+  // controller: pod deletion takes it only with podDeletion.force, as kubectl drain --force.
   const json patch = {
       {"spec",
        {{"driver",
          {{"env",
            {{{"name", "GPUOP_SIMULATED_DRIVER_SCENARIO"}, {"value", "h100-8x-nvswitch"}},
-            {{"name", "GPUOP_TEST_DRIVER_GENERATION"}, {"value", "2"}}}}}}}}};
+            {{"name", "GPUOP_TEST_DRIVER_GENERATION"}, {"value", "2"}}}}}},
+        {"upgrade", {{"podDeletion", {{"force", true}}}}}}}};
   absl::StatusOr<ApiResponse> patched =
       Api()->Request("PATCH", "/apis/gpuop.io/v1alpha1/gpuclusterpolicies/default", &patch,
                      "application/merge-patch+json");
@@ -553,7 +559,7 @@ TEST_F(NodeE2ETest, ADriverUpgradeStopsTheGpuClientsFirstAndNeverCrashLoops) {
   std::set<std::string> messages;  // the node's upgrade messages, in turn
   std::set<std::string> paused;    // deploy labels seen paused
   std::optional<std::vector<std::string>> clients_at_driver_deletion;
-  std::string new_driver_uid;
+  std::string failure;  // the node's message once the upgrade failed
   absl::Status done = AwaitDone(
       "upgrade-done with a new driver pod Ready", absl::Minutes(6),
       [&]() -> absl::StatusOr<std::string> {
@@ -576,16 +582,20 @@ TEST_F(NodeE2ETest, ADriverUpgradeStopsTheGpuClientsFirstAndNeverCrashLoops) {
           clients_at_driver_deletion = ClientPods(*pods);
         }
         const std::string state = LabelOf(*node, "gpuop.io/driver-upgrade-state");
+        if (state == "upgrade-failed") {
+          failure = AnnotationOf(*node, "gpuop.io/driver-upgrade-message");
+          return std::string();
+        }
         if (driver == nullptr || (*driver)["metadata"].value("uid", "") == old_uid) {
           return absl::StrCat("state ", state, "; the old driver pod still there");
         }
-        new_driver_uid = (*driver)["metadata"].value("uid", "");
         if (state != "upgrade-done" || !PodRunningAndReady(*driver)) {
           return absl::StrCat("state ", state, "; ", PodSummary(*driver));
         }
         return std::string();
       });
   ASSERT_TRUE(done.ok()) << done << "\nmessages seen: " << absl::StrJoin(messages, " | ");
+  ASSERT_EQ(failure, "") << "the upgrade failed; messages seen: " << absl::StrJoin(messages, " | ");
   std::printf("[node] driver upgrade (policy change -> upgrade-done, one node): %s\n",
               absl::FormatDuration(absl::Now() - started).c_str());
 
@@ -596,7 +606,7 @@ TEST_F(NodeE2ETest, ADriverUpgradeStopsTheGpuClientsFirstAndNeverCrashLoops) {
   EXPECT_THAT(*clients_at_driver_deletion, ::testing::IsEmpty())
       << "GPU clients still on the node when the driver pod was deleted";
   EXPECT_THAT(absl::StrJoin(messages, " | "),
-              ::testing::HasSubstr("pausing the GPU clients before restarting the driver"));
+              ::testing::HasSubstr("GPU clients to stop before restarting the driver"));
 
   absl::StatusOr<std::vector<json>> after = Pods(kNamespace);
   ASSERT_TRUE(after.ok()) << after.status();
