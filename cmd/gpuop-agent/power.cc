@@ -18,6 +18,28 @@ void LogDecision(const agent::power::PowerDecision& d) {
                d.from_watts, d.to_watts, d.reason.c_str());
 }
 
+// `power --restore`: one pass over every accelerator family; 0 when every limit it lowered is
+// back (or none was lowered), 1 when the GPUs could not be read or a limit could not be set.
+int Restore(std::vector<std::unique_ptr<hw::Accelerator>>& accelerators,
+            agent::podresources::PodLister& pods, const agent::power::PowerPolicy& policy) {
+  int code = 0;
+  for (auto& a : accelerators) {
+    agent::power::PowerManager manager(*a, pods, {.policy = policy});
+    absl::StatusOr<std::vector<agent::power::PowerDecision>> restored = manager.RestoreAll();
+    if (!restored.ok()) {
+      std::fprintf(stderr, "power: %s\n", restored.status().ToString().c_str());
+      code = 1;
+      continue;
+    }
+    for (const auto& d : *restored) {
+      LogDecision(d);
+      if (d.action == agent::power::PowerDecision::Action::kFailed) code = 1;
+    }
+    std::fprintf(stderr, "power: restored %zu limits\n", restored->size());
+  }
+  return code;
+}
+
 }  // namespace
 
 void AddPowerCommand(CLI::App& app) {
@@ -29,6 +51,7 @@ void AddPowerCommand(CLI::App& app) {
     unsigned int utilization_threshold = 5;
     int interval_seconds = 30;
     std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+    bool restore = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -54,6 +77,8 @@ void AddPowerCommand(CLI::App& app) {
   sub->add_option("--pod-resources-socket", flags->pod_resources_socket,
                   "The kubelet's PodResources socket: which GPUs are allocated")
       ->capture_default_str();
+  sub->add_flag("--restore", flags->restore,
+                "Give back every limit this policy lowered (the uninstall's undo), then exit");
   sub->callback([flags] {
     common::BlockTerminationSignals();
     agent::power::PowerPolicy policy{.enabled = true,
@@ -68,6 +93,7 @@ void AddPowerCommand(CLI::App& app) {
     std::unique_ptr<agent::podresources::PodLister> pods =
         agent::podresources::NewKubeletPodLister(flags->pod_resources_socket);
     auto accelerators = OpenAccelerators(flags->hardware);
+    if (flags->restore) std::exit(Restore(accelerators, *pods, policy));
     std::vector<std::unique_ptr<agent::power::PowerManager>> managers;
     for (auto& a : accelerators) {
       managers.push_back(std::make_unique<agent::power::PowerManager>(

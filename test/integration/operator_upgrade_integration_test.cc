@@ -112,8 +112,8 @@ class FakeNodeAgents {
       // The validator DaemonSet selects gpuop.io/deploy.validator=true.
       auto got = client_.Get(resources::kNodes, "", node);
       if (!got.ok()) continue;
-      const bool selected = (*got)["metadata"]["labels"].value("gpuop.io/deploy.validator", "") ==
-                            "true";
+      const bool selected =
+          (*got)["metadata"]["labels"].value("gpuop.io/deploy.validator", "") == "true";
       if (selected && !validators.contains(node)) {
         (void)CreateReady(absl::StrCat("gpuop-validator-", node, "-", ++attempts_), node,
                           OperandLabels("validator", "gpuop-validator"), "gpuop-validator",
@@ -141,24 +141,26 @@ class FakeNodeAgents {
   bool CreateReady(const std::string& name, const std::string& node, const Json& labels,
                    const std::string& owner, const std::string& owner_uid,
                    const std::string& image) {
-    Json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata",
-                 {{"name", name},
-                  {"labels", labels},
-                  {"ownerReferences",
-                   {{{"apiVersion", "apps/v1"},
-                     {"kind", "DaemonSet"},
-                     {"name", owner},
-                     {"uid", owner_uid},
-                     {"controller", true}}}}}},
-                {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", image}}}}}}};
+    Json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"labels", labels},
+          {"ownerReferences",
+           {{{"apiVersion", "apps/v1"},
+             {"kind", "DaemonSet"},
+             {"name", owner},
+             {"uid", owner_uid},
+             {"controller", true}}}}}},
+        {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", image}}}}}}};
     if (!client_.Create(resources::kPods, ns_, pod).ok()) return false;
     return client_
-        .Patch(resources::kPods, ns_, name, kube::PatchType::kMergePatch,
-               {{"status",
-                 {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
-               {.subresource = "status"})
+        .Patch(
+            resources::kPods, ns_, name, kube::PatchType::kMergePatch,
+            {{"status",
+              {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
+            {.subresource = "status"})
         .ok();
   }
 

@@ -434,19 +434,29 @@ absl::StatusOr<std::string> WatchedPodPath() {
   return absl::NotFoundError("no running pod to watch");
 }
 
+// The pod's first container status; an empty object while the kubelet reports none (a pod
+// just created, or a status written while the runtime restarts).
+json FirstContainerStatus(const json& pod) {
+  const json* status = pod.contains("status") ? &pod["status"] : nullptr;
+  if (status == nullptr || !status->contains("containerStatuses")) return json::object();
+  const json& list = (*status)["containerStatuses"];
+  if (!list.is_array() || list.empty() || !list[0].is_object()) return json::object();
+  return list[0];
+}
+
 // Waits until the pod at `path` runs the container `id` again, never restarted, and is Ready.
 absl::Status AwaitSameContainer(const std::string& path, const std::string& id) {
-  return AwaitDone("the same container still running", absl::Minutes(2),
-                   [&]() -> absl::StatusOr<std::string> {
-                     absl::StatusOr<json> after = Get(path);
-                     if (!after.ok()) return after.status();
-                     const json& c = (*after)["status"]["containerStatuses"][0];
-                     if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
-                         c["state"].contains("running") && PodRunningAndReady(*after)) {
-                       return std::string();
-                     }
-                     return PodSummary(*after);
-                   });
+  return AwaitDone(
+      "the same container still running", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<json> after = Get(path);
+        if (!after.ok()) return after.status();
+        const json c = FirstContainerStatus(*after);
+        if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
+            c.contains("state") && c["state"].contains("running") && PodRunningAndReady(*after)) {
+          return std::string();
+        }
+        return PodSummary(*after);
+      });
 }
 
 // Restarts `component` and expects the watched pod's container to be the same one, never
@@ -457,7 +467,7 @@ void RestartKeepsTheWatchedPod(Component component,
   ASSERT_TRUE(path.ok()) << path.status();
   absl::StatusOr<json> before = Get(*path);
   ASSERT_TRUE(before.ok()) << before.status();
-  const std::string id = (*before)["status"]["containerStatuses"][0].value("containerID", "");
+  const std::string id = FirstContainerStatus(*before).value("containerID", "");
   ASSERT_TRUE(Cluster().StopComponent(component).ok());
   const absl::Time restarted = absl::Now();
   ASSERT_TRUE(Cluster().StartComponent(component).ok());
@@ -612,7 +622,7 @@ TEST_F(NodeE2ETest, ADriverUpgradeStopsTheGpuClientsFirstAndNeverCrashLoops) {
   ASSERT_TRUE(after.ok()) << after.status();
   const json* driver = DriverPod(*after);
   ASSERT_NE(driver, nullptr);
-  EXPECT_EQ((*driver)["status"]["containerStatuses"][0].value("restartCount", -1), 0)
+  EXPECT_EQ(FirstContainerStatus(*driver).value("restartCount", -1), 0)
       << "the new driver pod restarted: " << PodSummary(*driver);
   // The node is back: uncordoned, no pause left, every component Ready, the GPUs allocatable,
   // and the validator that passed started after the new driver pod.

@@ -105,6 +105,42 @@ PowerDecision PowerManager::SetLimit(const hw::GpuSample& gpu, GpuState& state, 
   return d;
 }
 
+void PowerManager::FirstSight(const hw::GpuSample& gpu, double floor, GpuState& st) {
+  if (st.seen) return;
+  st.seen = true;
+  const double limit = *gpu.power_limit_watts;
+  const double max = std::max(*gpu.power_limit_min_watts, *gpu.power_limit_max_watts);
+  const double default_watts = gpu.power_limit_default_watts.value_or(max);
+  // After a restart: a limit at the floor is the one this manager set. (Disabled, it cannot
+  // tell its own limits from an administrator's, so it claims none.)
+  if (policy_.enabled && Same(limit, floor) && limit < default_watts - kSameWatts) {
+    st.lowered = true;
+    st.lowered_watts = limit;
+    st.restore_watts = default_watts;
+  }
+}
+
+absl::StatusOr<std::vector<PowerDecision>> PowerManager::RestoreAll() {
+  absl::StatusOr<hw::Sample> sample = accelerator_.TakeSample();
+  if (!sample.ok()) {
+    return absl::Status(sample.status().code(),
+                        absl::StrCat("power manager: sample GPUs: ", sample.status().message()));
+  }
+  std::vector<PowerDecision> decisions;
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_.Now();
+  for (const hw::GpuSample& gpu : sample->gpus) {
+    const std::optional<double> floor = FloorWatts(policy_, gpu);
+    if (gpu.lost || !floor.has_value()) continue;
+    GpuState& st = state_[gpu.index];
+    FirstSight(gpu, *floor, st);
+    if (!st.lowered || !Same(*gpu.power_limit_watts, st.lowered_watts)) continue;
+    decisions.push_back(SetLimit(gpu, st, /*lower=*/false, st.restore_watts,
+                                 "gpuop is being removed: the limit it lowered goes back", now));
+  }
+  return decisions;
+}
+
 PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& holder,
                                    bool allocations_known, const std::string& allocation_error,
                                    absl::Time now) {
@@ -125,17 +161,7 @@ PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& 
   const double min = *gpu.power_limit_min_watts;
   const double max = std::max(min, *gpu.power_limit_max_watts);
   none.from_watts = none.to_watts = limit;
-  const double default_watts = gpu.power_limit_default_watts.value_or(max);
-  if (!st.seen) {
-    st.seen = true;
-    // After a restart: a limit at the floor is the one this manager set. (Disabled, it cannot
-    // tell its own limits from an administrator's, so it claims none.)
-    if (policy_.enabled && Same(limit, *floor) && limit < default_watts - kSameWatts) {
-      st.lowered = true;
-      st.lowered_watts = limit;
-      st.restore_watts = default_watts;
-    }
-  }
+  FirstSight(gpu, *floor, st);
   if (st.lowered && !Same(limit, st.lowered_watts)) {
     st.lowered = false;
     st.idle_since.reset();

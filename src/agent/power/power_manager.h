@@ -81,6 +81,11 @@ class PowerManager {
   // discovered (needed to map device IDs to GPUs), allocations count as unknown.
   [[nodiscard]] absl::StatusOr<std::vector<PowerDecision>> Tick();
 
+  // Gives back every limit this manager lowered, its own by the restart rule above (a limit at
+  // the policy's floor, below the default): the uninstall's undo. Limits anyone else set stay.
+  // Fails only when the GPUs cannot be sampled; a failed write is a kFailed decision.
+  [[nodiscard]] absl::StatusOr<std::vector<PowerDecision>> RestoreAll();
+
   // Replaces the policy (the cluster policy changed); the next round applies it.
   void SetPolicy(const PowerPolicy& policy);
 
@@ -105,6 +110,9 @@ class PowerManager {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   PowerDecision SetLimit(const hw::GpuSample& gpu, GpuState& state, bool lower, double watts,
                          std::string reason, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first time the manager sees a GPU: adopts a limit at `floor` as its own (restarts).
+  void FirstSight(const hw::GpuSample& gpu, double floor, GpuState& st)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // GPU index -> the first pod found holding it; refreshes the inventory when a device is
   // unknown (its MIG layout changed).
   std::map<int, std::string> Holders(const std::vector<podresources::PodDevice>& devices)

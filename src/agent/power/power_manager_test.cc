@@ -185,6 +185,31 @@ TEST_F(PowerManagerTest, RestartRecognisesItsOwnLimitsAndKeepsAnAdministratorsOn
   EXPECT_EQ(machine_.Limit(6), 500);
 }
 
+TEST_F(PowerManagerTest, RestoreAllGivesBackWhatANewManagerRecognisesAsItsOwn) {
+  Manager(kPolicy);
+  Tick();
+  TickAfter(absl::Minutes(10));
+  ASSERT_EQ(machine_.Limit(2), 350);
+  ASSERT_TRUE(machine_.nvml().SetPowerLimit(4, 600).ok());  // someone else's, after the lowering
+
+  // The uninstall's undo runs in a fresh process: it knows only the policy.
+  PowerManager& undo = Manager(kPolicy);
+  absl::StatusOr<std::vector<PowerDecision>> restored = undo.RestoreAll();
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->size(), 7u) << "every GPU at the floor; not GPU 4";
+  for (const PowerDecision& d : *restored) {
+    EXPECT_EQ(d.action, Action::kRestored) << d.gpu_index;
+    EXPECT_NE(d.gpu_index, 4);
+  }
+  for (int gpu = 0; gpu < 8; ++gpu) {
+    EXPECT_EQ(machine_.Limit(gpu), gpu == 4 ? 600 : 700) << gpu;
+  }
+  // Nothing left to give back.
+  restored = undo.RestoreAll();
+  ASSERT_TRUE(restored.ok());
+  EXPECT_TRUE(restored->empty());
+}
+
 TEST_F(PowerManagerTest, LimitChangedBySomeoneElseIsLeftAlone) {
   PowerManager& manager = Manager(kPolicy);
   Tick();

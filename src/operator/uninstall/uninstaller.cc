@@ -21,9 +21,11 @@ constexpr char kNameLabel[] = "app.kubernetes.io/name";
 const std::string kRendered = absl::StrCat(kManagedByLabel, "=", kManagedByValue);
 
 // The components whose DaemonSets stay until the GPU clients are gone: the driver (the clients
-// hold it) and the two that undo their node files afterwards.
+// hold it) and those that undo what they changed on the node afterwards (node files, power
+// limits).
 bool IsHostComponent(const std::string& component) {
-  return component == "driver" || component == "runtime" || component == "cdi";
+  return component == "driver" || component == "runtime" || component == "cdi" ||
+         component == "power-manager";
 }
 
 std::string Component(const Json& object) {
@@ -106,6 +108,11 @@ std::vector<std::string> UndoCommand(const std::vector<std::string>& command) {
     }
     return undo;
   }
+  if (command.size() >= 2 && command[1] == "power") {
+    std::vector<std::string> undo = command;  // the policy's flags say which limits are its own
+    undo.push_back("--restore");
+    return undo;
+  }
   return {};
 }
 
@@ -119,8 +126,8 @@ absl::Status Uninstaller::Run(UninstallReport& report) {
   };
   step("stopped the operator", StopOperator(report));
   step("removed the GPU clients", DeleteDaemonSets(/*clients=*/true, report));
-  step("restored the node files", UndoNodeFiles(report));
-  step("removed the driver, runtime and CDI components", DeleteDaemonSets(false, report));
+  step("restored the node files and power limits", UndoNodeFiles(report));
+  step("removed the driver, runtime, CDI and power components", DeleteDaemonSets(false, report));
   step("cleaned the nodes", CleanNodes(report));
   step("deleted GPUNodes and rendered objects", DeleteRendered(report));
   if (report.problems.empty()) return absl::OkStatus();

@@ -30,17 +30,19 @@ struct UninstallReport {
 //   1. scales the operator's Deployment to 0 and waits for its pods to go, so nothing renders
 //      the operands again;
 //   2. deletes the GPU clients' DaemonSets (every gpuop DaemonSet but the driver's, the runtime
-//      component's and CDI's) and waits for their pods to go, so nothing holds the GPUs;
-//   3. turns the runtime and CDI DaemonSets into their undo (`gpuop-agent runtime unconfigure`,
-//      which restores the runtime's configuration byte for byte and restarts it;
-//      `gpuop-agent cdi remove`, which deletes gpuop's CDI specs and its hook), all nodes at once,
-//      and waits until each of their pods ran it to exit 0;
-//   4. deletes the remaining gpuop DaemonSets (runtime, CDI, the drivers) and waits for their
-//      pods to go;
+//      component's, CDI's and the power manager's) and waits for their pods to go;
+//   3. turns the runtime, CDI and power DaemonSets into their undo (`gpuop-agent runtime
+//      unconfigure`, which restores the runtime's configuration byte for byte and restarts it;
+//      `gpuop-agent cdi remove`, which deletes gpuop's CDI specs and its hook; `gpuop-agent power
+//      --restore`, which gives back the power limits it lowered), all nodes at once, and waits
+//      until each of their pods ran it to exit 0;
+//   4. deletes the remaining gpuop DaemonSets (runtime, CDI, power, the drivers) and waits for
+//      their pods to go;
 //   5. takes gpuop's labels, annotations, taints and cordons off every Node (NodeCleanupPatch);
 //   6. deletes every GPUNode and the objects the operator rendered
-//      (app.kubernetes.io/managed-by=gpuop-operator): ServiceAccounts and ConfigMaps in `ns`,
-//      ClusterRoles, ClusterRoleBindings and the RuntimeClass.
+//      (app.kubernetes.io/managed-by=gpuop-operator): ServiceAccounts, ConfigMaps, the
+//      exporter's Service and ServiceMonitor in `ns`, ClusterRoles, ClusterRoleBindings and the
+//      RuntimeClass.
 // A step that times out (a node that is down) is reported and the next step runs: an uninstall
 // never hangs on one node. The result is OK when nothing was reported as a problem.
 class Uninstaller {
@@ -63,9 +65,10 @@ class Uninstaller {
   UninstallOptions options_;
 };
 
-// The undo of a runtime or CDI component's command, or empty for any other command:
+// The undo of a runtime, CDI or power component's command, or empty for any other command:
 // `runtime configure ... --keep-running` becomes `runtime unconfigure ...`;
-// `cdi generate ...` becomes `cdi remove` with the output, host-root and hook flags kept.
+// `cdi generate ...` becomes `cdi remove` with the output, host-root and hook flags kept;
+// `power ...` becomes `power ... --restore` (the limits it lowered go back to the defaults).
 std::vector<std::string> UndoCommand(const std::vector<std::string>& command);
 
 }  // namespace gpuop::op::uninstall

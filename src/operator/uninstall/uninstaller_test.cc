@@ -25,6 +25,13 @@ TEST(UndoCommandTest, TheCdiComponentRemovesWhatItWrote) {
                   "--hook-install-dir=/var/lib/gpuop/bin"));
 }
 
+TEST(UndoCommandTest, ThePowerComponentGivesBackTheLimitsItLowered) {
+  EXPECT_THAT(UndoCommand({"gpuop-agent", "power", "--host-root=/host", "--idle-after=600",
+                           "--floor-percent=60"}),
+              ElementsAre("gpuop-agent", "power", "--host-root=/host", "--idle-after=600",
+                          "--floor-percent=60", "--restore"));
+}
+
 TEST(UndoCommandTest, OtherComponentsHaveNoUndo) {
   EXPECT_THAT(UndoCommand({"gpuop-agent", "device-plugin", "--host-root=/host"}), IsEmpty());
   EXPECT_THAT(UndoCommand({"nvidia-driver", "init"}), IsEmpty());
