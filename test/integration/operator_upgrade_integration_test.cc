@@ -46,6 +46,35 @@ Json OperandLabels(const std::string& component, const std::string& name) {
 }
 
 // The test's stand-in for the DaemonSet controller and the kubelets.
+// Creates pod `name` on `node` in `ns`, controlled by `owner_kind`/`owner`, and reports it
+// Running and Ready as the kubelet would. OK when both writes went through.
+absl::Status CreateRunningPod(kube::Client& client, const std::string& ns, const std::string& name,
+                              const std::string& node, const Json& labels,
+                              const std::string& owner_kind, const std::string& owner,
+                              const std::string& owner_uid, const Json& container) {
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"labels", labels},
+                {"ownerReferences",
+                 {{{"apiVersion", "apps/v1"},
+                   {"kind", owner_kind},
+                   {"name", owner},
+                   {"uid", owner_uid},
+                   {"controller", true}}}}}},
+              {"spec", {{"nodeName", node}, {"containers", {container}}}}};
+  if (auto created = client.Create(resources::kPods, ns, pod); !created.ok()) {
+    return created.status();
+  }
+  return client
+      .Patch(resources::kPods, ns, name, kube::PatchType::kMergePatch,
+             {{"status",
+               {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
+             {.subresource = "status"})
+      .status();
+}
+
 class FakeNodeAgents {
  public:
   FakeNodeAgents(kube::Client& client, std::string ns, std::string work_ns, std::string ds_uid,
@@ -141,26 +170,8 @@ class FakeNodeAgents {
   bool CreateReady(const std::string& name, const std::string& node, const Json& labels,
                    const std::string& owner, const std::string& owner_uid,
                    const std::string& image) {
-    Json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata",
-         {{"name", name},
-          {"labels", labels},
-          {"ownerReferences",
-           {{{"apiVersion", "apps/v1"},
-             {"kind", "DaemonSet"},
-             {"name", owner},
-             {"uid", owner_uid},
-             {"controller", true}}}}}},
-        {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", image}}}}}}};
-    if (!client_.Create(resources::kPods, ns_, pod).ok()) return false;
-    return client_
-        .Patch(
-            resources::kPods, ns_, name, kube::PatchType::kMergePatch,
-            {{"status",
-              {{"phase", "Running"}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
-            {.subresource = "status"})
+    return CreateRunningPod(client_, ns_, name, node, labels, "DaemonSet", owner, owner_uid,
+                            {{"name", "c"}, {"image", image}})
         .ok();
   }
 
@@ -252,25 +263,8 @@ class OperatorUpgradeIntegrationTest : public ::testing::Test {
   void CreateWorkload(const std::string& name, const std::string& node, Json labels, bool gpu) {
     Json container = {{"name", "main"}, {"image", "work:1"}};
     if (gpu) container["resources"]["limits"]["nvidia.com/gpu"] = "1";
-    Json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata",
-                 {{"name", name},
-                  {"labels", labels},
-                  {"ownerReferences",
-                   {{{"apiVersion", "apps/v1"},
-                     {"kind", "ReplicaSet"},
-                     {"name", name + "-rs"},
-                     {"uid", "00000000-0000-0000-0000-000000000001"},
-                     {"controller", true}}}}}},
-                {"spec", {{"nodeName", node}, {"containers", {container}}}}};
-    ASSERT_TRUE(client_->Create(resources::kPods, work_ns_, pod).ok());
-    ASSERT_TRUE(client_
-                    ->Patch(resources::kPods, work_ns_, name, kube::PatchType::kMergePatch,
-                            {{"status",
-                              {{"phase", "Running"},
-                               {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}},
-                            {.subresource = "status"})
+    ASSERT_TRUE(CreateRunningPod(*client_, work_ns_, name, node, labels, "ReplicaSet", name + "-rs",
+                                 "00000000-0000-0000-0000-000000000001", container)
                     .ok());
   }
 

@@ -120,12 +120,16 @@ void PowerManager::FirstSight(const hw::GpuSample& gpu, double floor, GpuState& 
   }
 }
 
-absl::StatusOr<std::vector<PowerDecision>> PowerManager::RestoreAll() {
+absl::StatusOr<hw::Sample> PowerManager::Sample() {
   absl::StatusOr<hw::Sample> sample = accelerator_.TakeSample();
-  if (!sample.ok()) {
-    return absl::Status(sample.status().code(),
-                        absl::StrCat("power manager: sample GPUs: ", sample.status().message()));
-  }
+  if (sample.ok()) return sample;
+  return absl::Status(sample.status().code(),
+                      absl::StrCat("power manager: sample GPUs: ", sample.status().message()));
+}
+
+absl::StatusOr<std::vector<PowerDecision>> PowerManager::RestoreAll() {
+  absl::StatusOr<hw::Sample> sample = Sample();
+  if (!sample.ok()) return sample.status();
   std::vector<PowerDecision> decisions;
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
@@ -220,11 +224,8 @@ PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& 
 }
 
 absl::StatusOr<std::vector<PowerDecision>> PowerManager::Tick() {
-  absl::StatusOr<hw::Sample> sample = accelerator_.TakeSample();
-  if (!sample.ok()) {
-    return absl::Status(sample.status().code(),
-                        absl::StrCat("power manager: sample GPUs: ", sample.status().message()));
-  }
+  absl::StatusOr<hw::Sample> sample = Sample();
+  if (!sample.ok()) return sample.status();
   std::vector<PowerDecision> decisions;
   {
     absl::MutexLock lock(&mu_);

@@ -105,6 +105,8 @@ class PowerManager {
   std::map<int, GpuState> state() const;
 
  private:
+  // One sample of the GPUs; the error names what failed.
+  absl::StatusOr<hw::Sample> Sample();
   PowerDecision Decide(const hw::GpuSample& gpu, const std::string& holder, bool allocations_known,
                        const std::string& allocation_error, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
