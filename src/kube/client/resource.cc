@@ -48,9 +48,6 @@ const ResourceType kRoles{"rbac.authorization.k8s.io", "v1", "roles", "Role", tr
 const ResourceType kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding",
                                  true};
 const ResourceType kRuntimeClasses{"node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", false};
-const ResourceType kServices{"", "v1", "services", "Service", true};
-const ResourceType kServiceMonitors{"monitoring.coreos.com", "v1", "servicemonitors",
-                                    "ServiceMonitor", true};
 }  // namespace resources
 
 std::string UrlEncode(absl::string_view value) {

@@ -48,9 +48,6 @@ extern const ResourceType kClusterRoleBindings;
 extern const ResourceType kRoles;
 extern const ResourceType kRoleBindings;
 extern const ResourceType kRuntimeClasses;
-extern const ResourceType kServices;
-// The Prometheus Operator's (monitoring.coreos.com/v1); served only where its CRDs are installed.
-extern const ResourceType kServiceMonitors;
 }  // namespace resources
 
 // Percent-encodes `value` for a URL path segment or query value (RFC 3986 unreserved kept).

@@ -35,10 +35,4 @@ absl::StatusOr<Node> ParseNode(const nlohmann::json& object, const AnnotationFil
   return node;
 }
 
-nlohmann::json TaintToJson(const Taint& taint) {
-  nlohmann::json out = {{"key", taint.key}, {"effect", taint.effect}};
-  if (!taint.value.empty()) out["value"] = taint.value;
-  return out;
-}
-
 }  // namespace gpuop::kube

@@ -19,9 +19,6 @@ struct Taint {
   friend bool operator==(const Taint&, const Taint&) = default;
 };
 
-// A taint as spec.taints holds it: key, effect and (when not empty) value.
-nlohmann::json TaintToJson(const Taint& taint);
-
 // A Node as the controllers see it: identity, labels, gpuop's annotations, schedulability,
 // conditions, resources and versions. Images, addresses, managedFields and the rest of the
 // status are left out; they are most of a Node's size.

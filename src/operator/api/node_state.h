@@ -11,6 +11,10 @@ inline constexpr char kUpgradeSkipLabel[] = "gpuop.io/driver-upgrade.skip";  // 
 inline constexpr char kUpgradeDrainSkipLabel[] = "gpuop.io/driver-upgrade-drain.skip";  // pods
 inline constexpr char kUpgradeSinceAnnotation[] = "gpuop.io/driver-upgrade-since";
 inline constexpr char kUpgradeMessageAnnotation[] = "gpuop.io/driver-upgrade-message";
+// The driver pool (gpuop.io/driver.pool value) a node with a running driver pod is to move to:
+// node labelling writes it instead of switching the label, and the upgrade switches the label in
+// its pod-restart-required step, once the node is drained and gpuop's GPU clients are stopped.
+inline constexpr char kDriverPoolTargetAnnotation[] = "gpuop.io/driver-pool-target";
 // The node was cordoned before gpuop touched it: it stays cordoned afterwards.
 inline constexpr char kWasCordonedAnnotation[] = "gpuop.io/cordoned-before";
 

@@ -17,5 +17,12 @@ const kube::ResourceType kGpuNodes = {.group = "gpuop.io",
                                       .plural = "gpunodes",
                                       .kind = "GPUNode",
                                       .namespaced = false};
+const kube::ResourceType kServices = {
+    .group = "", .version = "v1", .plural = "services", .kind = "Service", .namespaced = true};
+const kube::ResourceType kServiceMonitors = {.group = "monitoring.coreos.com",
+                                             .version = "v1",
+                                             .plural = "servicemonitors",
+                                             .kind = "ServiceMonitor",
+                                             .namespaced = true};
 
 }  // namespace gpuop::op

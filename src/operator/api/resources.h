@@ -10,6 +10,11 @@ extern const kube::ResourceType kGpuClusterPolicies;
 extern const kube::ResourceType kGpuNodePools;
 extern const kube::ResourceType kGpuNodes;
 
+// Other kinds the operator renders for the exporter: the core Service, and the Prometheus
+// Operator's ServiceMonitor (monitoring.coreos.com/v1, served only where its CRDs are installed).
+extern const kube::ResourceType kServices;
+extern const kube::ResourceType kServiceMonitors;
+
 }  // namespace gpuop::op
 
 #endif  // GPUOP_OPERATOR_API_RESOURCES_H_

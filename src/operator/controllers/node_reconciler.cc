@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kube/client/resource.h"
+#include "operator/api/node_state.h"
 #include "operator/api/resources.h"
 #include "operator/nodes/gpu_node_status.h"
 #include "operator/nodes/node_labels.h"
@@ -80,10 +81,14 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
     kube::Json labels = kube::Json::object();
     for (const auto& key : entry->owned_labels) labels[key] = nullptr;  // dropped unless desired
     for (const auto& [key, value] : change.desired) labels[key] = value;
+    kube::Json metadata = {{"labels", labels}};
+    if (change.pool_target.has_value()) {
+      metadata["annotations"][kDriverPoolTargetAnnotation] =
+          change.pool_target->empty() ? kube::Json(nullptr) : kube::Json(*change.pool_target);
+    }
     GPUOP_RETURN_IF_ERROR(client_
                               .Patch(kube::resources::kNodes, "", node_name,
-                                     kube::PatchType::kMergePatch,
-                                     {{"metadata", {{"labels", labels}}}},
+                                     kube::PatchType::kMergePatch, {{"metadata", metadata}},
                                      {.field_manager = OperatorCache::kFieldManager})
                               .status());
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/json_access.h"
+#include "operator/api/node_state.h"
 #include "operator/nodes/driver_clients.h"
 #include "operator/render/render.h"
 
@@ -187,6 +188,13 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
       mig_layout = pool->mig_layout;
     }
     pool_label(kDriverPoolLabel, driver_pool);
+    // A running driver moves to another pool's DaemonSet through the upgrade, not at once.
+    if (auto now = current(kDriverPoolLabel); !conflicted && now.has_value() &&
+                                              is_owned(kDriverPoolLabel) && driver_pod_on_node &&
+                                              want[kDriverPoolLabel] != *now) {
+      change.pool_target = want[kDriverPoolLabel];
+      want[kDriverPoolLabel] = std::string(*now);
+    }
     pool_label(kDevicePluginConfigLabel, plugin_config);
     pool_label(kMigConfigLabel, mig_layout);
   } else if (policy == nullptr) {
@@ -196,6 +204,14 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
          {absl::StrCat(kDeployLabelPrefix, "driver"), std::string(kDriverPoolLabel)}) {
       if (auto now = current(key); now.has_value() && is_owned(key)) want[key] = std::string(*now);
     }
+  }
+  const std::optional<absl::string_view> target =
+      node.metadata.annotations.Get(kDriverPoolTargetAnnotation);
+  if (!change.pool_target.has_value() && target.has_value()) change.pool_target = "";
+  if (change.pool_target.has_value() &&
+      change.pool_target != (target.has_value() ? std::optional<std::string>(*target)
+                                                : std::optional<std::string>(""))) {
+    change.needed = true;
   }
   for (const auto& [k, v] : want) {
     auto now = current(k);

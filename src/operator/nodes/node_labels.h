@@ -89,7 +89,10 @@ std::string TimeSlicingConfigName(const std::string& pool);
 // The labels the operator wants on a node, and the ones of its own to take off.
 struct NodeLabelChange {
   std::map<std::string, std::string> desired;  // the operator's labels, as they should be
-  bool needed = false;                         // the node differs from `desired`
+  // gpuop.io/driver-pool-target to write with them: a value sets it, "" removes it, nullopt
+  // leaves it (node_state.h).
+  std::optional<std::string> pool_target;
+  bool needed = false;  // the node differs from `desired` (or from pool_target)
 };
 
 // What the operator's labels on `node` should be:
@@ -100,7 +103,10 @@ struct NodeLabelChange {
 //     while `driver_pod_on_node`: a driver gpuop's container loaded is not the host's, and
 //     taking its pod away would leave the node with none);
 //   gpuop.io/driver.pool, nvidia.com/device-plugin.config and nvidia.com/mig.config from the
-//     node's pool. A node in conflict keeps the values it has.
+//     node's pool. A node in conflict keeps the values it has. A node whose driver pod runs
+//     keeps its gpuop.io/driver.pool when its pool changes: the new pool goes into
+//     gpuop.io/driver-pool-target, and the driver upgrade moves the node (switching the label
+//     would make the DaemonSet controller kill the driver under the node's workloads).
 // `policy` is null when there is no policy: the operator then takes its labels off, but for
 // gpuop.io/deploy.driver and gpuop.io/driver.pool, which keep the node's driver running (a
 // driver is taken away only by the upgrade's ceremony or the uninstall's).

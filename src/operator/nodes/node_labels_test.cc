@@ -239,6 +239,32 @@ TEST(NodeLabelsTest, PoolsSetDriverSharingAndMig) {
   EXPECT_THAT(c.desired, Contains(Pair("nvidia.com/mig.config", "all-1g.10gb")));
 }
 
+TEST(NodeLabelsTest, ARunningDriverMovesPoolsThroughTheUpgradeNotAtOnce) {
+  const PolicySpec policy = Policy();
+  NodePool pool = Pool("h100", {{"pool", "h100"}});
+  pool.driver_version = "580.65.06";
+  const kube::Node node =
+      NodeWith({{kNfdNvidiaLabel, "true"}, {"pool", "h100"}, {"gpuop.io/driver.pool", "default"}});
+  const std::vector<std::string> owned = {"gpuop.io/driver.pool"};
+  NodeLabelChange c = DesiredNodeLabels(node, owned, &policy, &pool, false,
+                                        /*driver_pod_on_node=*/true);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.pool", "default")));
+  EXPECT_EQ(c.pool_target, "h100");
+  EXPECT_TRUE(c.needed);
+  // Without a driver pod there is nothing to take down: the label moves at once.
+  c = DesiredNodeLabels(node, owned, &policy, &pool, false, /*driver_pod_on_node=*/false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.pool", "h100")));
+  EXPECT_EQ(c.pool_target, std::nullopt);
+  // Once the upgrade moved it, a leftover target goes.
+  kube::Node moved =
+      NodeWith({{kNfdNvidiaLabel, "true"}, {"pool", "h100"}, {"gpuop.io/driver.pool", "h100"}});
+  moved.metadata.annotations =
+      kube::Labels(std::map<std::string, std::string>{{"gpuop.io/driver-pool-target", "h100"}});
+  c = DesiredNodeLabels(moved, owned, &policy, &pool, false, /*driver_pod_on_node=*/true);
+  EXPECT_EQ(c.pool_target, "");
+  EXPECT_TRUE(c.needed);
+}
+
 TEST(NodeLabelsTest, OverlappingPoolsAreAConflictAndTheNodeKeepsItsConfiguration) {
   const kube::Node a = NodeWith({{kNfdNvidiaLabel, "true"}, {"zone", "x"}, {"pool", "h100"}}, "a");
   const kube::Node b = NodeWith({{kNfdNvidiaLabel, "true"}, {"zone", "y"}, {"pool", "h100"}}, "b");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
+#include "operator/nodes/taints.h"
 
 namespace gpuop::op {
 namespace {
@@ -40,7 +41,7 @@ std::optional<nlohmann::json> StartupTaintRemoval(const kube::Node& node) {
   if (!HasStartupTaint(node)) return std::nullopt;
   nlohmann::json taints = nlohmann::json::array();
   for (const kube::Taint& t : node.taints) {
-    if (!IsStartupTaint(t)) taints.push_back(kube::TaintToJson(t));
+    if (!IsStartupTaint(t)) taints.push_back(TaintToJson(t));
   }
   return nlohmann::json{{"metadata", {{"resourceVersion", node.metadata.resource_version}}},
                         {"spec", {{"taints", taints}}}};

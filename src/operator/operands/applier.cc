@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kube/client/resource.h"
+#include "operator/api/resources.h"
 #include "operator/cache/cache.h"
 #include "operator/render/render.h"
 
@@ -13,15 +14,19 @@ namespace {
 
 // The kinds the renderer produces, in prune order (workloads before their permissions).
 const kube::ResourceType* const kKinds[] = {
-    &kube::resources::kServiceMonitors,     &kube::resources::kServices,
-    &kube::resources::kDaemonSets,          &kube::resources::kConfigMaps,
-    &kube::resources::kClusterRoleBindings, &kube::resources::kClusterRoles,
-    &kube::resources::kServiceAccounts,     &kube::resources::kRuntimeClasses,
+    &kServiceMonitors,
+    &kServices,
+    &kube::resources::kDaemonSets,
+    &kube::resources::kConfigMaps,
+    &kube::resources::kClusterRoleBindings,
+    &kube::resources::kClusterRoles,
+    &kube::resources::kServiceAccounts,
+    &kube::resources::kRuntimeClasses,
 };
 
 // Kinds from CRDs another project installs: where the API is not served, none exist to prune,
 // and rendering one is an error that says what is missing.
-bool Optional(const kube::ResourceType* type) { return type == &kube::resources::kServiceMonitors; }
+bool Optional(const kube::ResourceType* type) { return type == &kServiceMonitors; }
 
 const kube::ResourceType* KindOf(const nlohmann::json& object) {
   const std::string api_version = object.value("apiVersion", "");

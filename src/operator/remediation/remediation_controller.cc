@@ -11,6 +11,7 @@
 #include "kube/client/resource.h"
 #include "operator/api/node_state.h"
 #include "operator/nodes/pod_actions.h"
+#include "operator/nodes/taints.h"
 #include "operator/render/render.h"
 
 namespace gpuop::op::remediation {
@@ -214,7 +215,7 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
     // than drop a taint someone added since the cache saw the Node.
     kube::Json taints = kube::Json::array();
     for (const kube::Taint& t : node.taints) {
-      if (t.key != kRemediationTaintKey) taints.push_back(kube::TaintToJson(t));
+      if (t.key != kRemediationTaintKey) taints.push_back(TaintToJson(t));
     }
     if (plan.taint) {
       taints.push_back(

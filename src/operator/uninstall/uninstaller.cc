@@ -244,7 +244,7 @@ absl::Status Uninstaller::DeleteRendered(UninstallReport& report) {
                     const std::string& selector) {
     absl::StatusOr<kube::ObjectList> list = client_.ListAll(type, ns, {.label_selector = selector});
     // ServiceMonitors exist only where the Prometheus Operator's CRDs are installed.
-    if (!list.ok() && &type == &res::kServiceMonitors && absl::IsNotFound(list.status())) return;
+    if (!list.ok() && &type == &kServiceMonitors && absl::IsNotFound(list.status())) return;
     if (!list.ok()) {
       failed.push_back(list.status().ToString());
       return;
@@ -261,8 +261,8 @@ absl::Status Uninstaller::DeleteRendered(UninstallReport& report) {
   remove(kGpuNodes, "", "");
   remove(res::kServiceAccounts, options_.ns, kRendered);
   remove(res::kConfigMaps, options_.ns, kRendered);
-  remove(res::kServiceMonitors, options_.ns, kRendered);
-  remove(res::kServices, options_.ns, kRendered);
+  remove(kServiceMonitors, options_.ns, kRendered);
+  remove(kServices, options_.ns, kRendered);
   remove(res::kClusterRoleBindings, "", kRendered);
   remove(res::kClusterRoles, "", kRendered);
   remove(res::kRuntimeClasses, "", kRendered);

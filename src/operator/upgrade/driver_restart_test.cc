@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "operator/upgrade/executor.h"
 #include "operator/upgrade/planner.h"
 #include "operator/upgrade/planner_test_util.h"
 
@@ -142,6 +143,31 @@ TEST(DriverRestartTest, PodDeletionForceAllowsPodsWithoutAController) {
   p = PlanOne(n, spec);
   EXPECT_EQ(p.action, Action::kDeletePods);
   EXPECT_EQ(p.grace_seconds, std::nullopt) << "the pod's own grace period";
+}
+
+TEST(DriverRestartTest, APoolMoveGoesThroughTheUpgradeAndSwitchesTheLabelLast) {
+  NodeSnapshot n = Gpu("gpu-1", "upgrade-done");
+  n.target_pool = "h100";
+  n.target_daemon_set = "gpuop-driver-h100";
+  NodePlan p = PlanOne(n);
+  EXPECT_EQ(p.to, UpgradeState::kUpgradeRequired);
+  EXPECT_EQ(p.message, "the node moves to pool h100 (DaemonSet gpuop-driver-h100)");
+
+  n.state_label = "pod-restart-required";
+  n.clients.to_pause = {kPlugin};
+  p = PlanOne(n);
+  EXPECT_THAT(p.set_labels, ElementsAre(Pair(kPlugin, "paused-for-driver-upgrade")));
+  EXPECT_FALSE(p.finish_pool_move) << "the clients first";
+
+  n.clients = {.paused = {kPlugin}};
+  p = PlanOne(n);
+  EXPECT_TRUE(p.finish_pool_move);
+  EXPECT_EQ(p.action, Action::kNone) << "the old DaemonSet takes its own pod away";
+  EXPECT_THAT(p.set_labels, ElementsAre(Pair("gpuop.io/driver.pool", "h100")));
+  EXPECT_EQ(p.message, "moving the node to DaemonSet gpuop-driver-h100 (pool h100)");
+  const kube::Json patch = Executor::NodePatch(p, p.message, testing::kNow);
+  EXPECT_EQ(patch["metadata"]["labels"]["gpuop.io/driver.pool"], "h100");
+  EXPECT_TRUE(patch["metadata"]["annotations"]["gpuop.io/driver-pool-target"].is_null());
 }
 
 }  // namespace

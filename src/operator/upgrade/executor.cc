@@ -25,6 +25,7 @@ kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message,
     annotations[kUpgradeMessageAnnotation] =
         message.empty() ? kube::Json(nullptr) : kube::Json(message);
   }
+  if (plan.finish_pool_move) annotations[kDriverPoolTargetAnnotation] = nullptr;
   if (plan.set_cordoned_before.has_value()) {
     annotations[kWasCordonedAnnotation] =
         *plan.set_cordoned_before ? kube::Json("true") : kube::Json(nullptr);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "operator/api/node_state.h"
+#include "operator/render/render.h"
 #include "operator/upgrade/pod_selector.h"
 
 namespace gpuop::op::upgrade {
@@ -92,10 +93,19 @@ class NodePlanner {
            n_.driver_pod->owner == n_.driver_daemon_set &&
            n_.driver_pod->revision == *n_.update_revision;
   }
+  // The node is to move to another pool's driver DaemonSet while its driver runs.
+  bool MovePending() const { return !n_.target_daemon_set.empty() && n_.driver_pod.has_value(); }
+  // Current, and staying in its pool.
+  bool UpToDate() const { return Current() && !MovePending(); }
   bool Outdated() const {
-    return n_.update_revision.has_value() && n_.driver_pod.has_value() && !Current();
+    return (n_.update_revision.has_value() && n_.driver_pod.has_value() && !Current()) ||
+           MovePending();
   }
   std::string OutdatedMessage() const {
+    if (MovePending()) {
+      return absl::StrCat("the node moves to pool ", n_.target_pool, " (DaemonSet ",
+                          n_.target_daemon_set, ")");
+    }
     if (n_.driver_pod->owner != n_.driver_daemon_set) {
       return absl::StrCat("driver pod ", n_.driver_pod->name, " belongs to DaemonSet ",
                           n_.driver_pod->owner, ", the node's pool uses ", n_.driver_daemon_set);
@@ -143,7 +153,9 @@ class NodePlanner {
 
   void UnknownOrDone() {
     if (Outdated()) return Go(UpgradeState::kUpgradeRequired, OutdatedMessage());
-    if (out_.from == UpgradeState::kUnknown && Current()) return Go(UpgradeState::kUpgradeDone, "");
+    if (out_.from == UpgradeState::kUnknown && UpToDate()) {
+      return Go(UpgradeState::kUpgradeDone, "");
+    }
     out_.to = out_.from;
     out_.message = n_.message;
   }
@@ -293,7 +305,7 @@ class NodePlanner {
   void PodRestart() {
     const absl::Duration timeout = spec_.pod_restart_timeout;
     const std::string& ds = n_.driver_daemon_set;
-    if (Current() && n_.driver_pod->ready) {
+    if (UpToDate() && n_.driver_pod->ready) {
       out_.set_labels = n_.clients.ResumeLabels();
       return Go(UpgradeState::kValidationRequired, "");
     }
@@ -306,7 +318,7 @@ class NodePlanner {
       waiting = absl::StrCat("waiting for the update revision of DaemonSet ", ds);
     } else if (!n_.driver_pod.has_value()) {
       waiting = absl::StrCat("waiting for DaemonSet ", ds, " to create the driver pod");
-    } else if (Current()) {
+    } else if (UpToDate()) {
       waiting = absl::StrCat("waiting for driver pod ", n_.driver_pod->name, " to be Ready");
     } else if (!n_.clients.to_pause.empty()) {
       waiting = absl::StrCat("pausing the GPU clients before restarting the driver: ",
@@ -315,6 +327,9 @@ class NodePlanner {
       waiting = absl::StrCat("waiting for ",
                              Count(n_.clients.running.size(), "GPU client", "GPU clients"),
                              " to stop before restarting the driver: ", Names(n_.clients.running));
+    } else if (MovePending()) {
+      waiting = absl::StrCat("moving the node to DaemonSet ", n_.target_daemon_set, " (pool ",
+                             n_.target_pool, ")");
     } else {
       waiting =
           absl::StrCat("deleting driver pod ", n_.driver_pod->name, " (", OutdatedMessage(), ")");
@@ -325,6 +340,11 @@ class NodePlanner {
     Stay(std::move(waiting), timeout);
     if (Outdated() && !n_.clients.Stopped()) {
       out_.set_labels = n_.clients.PauseLabels();
+    } else if (MovePending()) {
+      // The old DaemonSet lets go of the node and the new one starts its driver (the
+      // anti-affinity holds it until the old pod is gone).
+      out_.set_labels[kDriverPoolLabel] = n_.target_pool;
+      out_.finish_pool_move = true;
     } else if (Outdated()) {
       out_.action = Action::kDeleteDriverPod;
       out_.pods = {PodRef{.ns = n_.driver_pod->ns, .name = n_.driver_pod->name}};
@@ -362,7 +382,7 @@ class NodePlanner {
 
   void Failed() {
     const bool validated = !snapshot_.validation_enabled || n_.validator_ready == true;
-    if (Current() && n_.driver_pod->ready && validated) {
+    if (UpToDate() && n_.driver_pod->ready && validated) {
       if (n_.unschedulable && !n_.cordoned_before) out_.action = Action::kUncordon;
       Go(UpgradeState::kUpgradeDone,
          absl::StrCat("recovered: driver pod ", n_.driver_pod->name, " is current and Ready"));
@@ -409,7 +429,7 @@ const char* ActionName(Action action) {
 bool NodePlan::HasWork() const {
   if (excluded) return false;
   return Transition() || action != Action::kNone || stamp_since || message != current_message ||
-         set_cordoned_before.has_value() || !set_labels.empty();
+         set_cordoned_before.has_value() || !set_labels.empty() || finish_pool_move;
 }
 
 std::string NodePlan::Describe() const {
@@ -482,7 +502,7 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
     }
     NodePlanner planner(n, snapshot, spec, now, p);
     if (p.from == UpgradeState::kUpgradeRequired) {
-      if (planner.Current()) {
+      if (planner.UpToDate()) {
         planner.Go(UpgradeState::kUpgradeDone, "");
       } else if (!spec.auto_upgrade) {
         p.message = "waiting: automatic upgrades are off (spec.upgrade.autoUpgrade is false)";

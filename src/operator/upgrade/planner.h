@@ -61,6 +61,9 @@ struct NodePlan {
   // Node labels to write with the state: the GPU clients' deploy labels, paused before the
   // driver pod is replaced and resumed once the new one is Ready (driver_clients.h).
   std::map<std::string, std::string> set_labels;
+  // The node moves to its target pool: set_labels has its gpuop.io/driver.pool, and
+  // gpuop.io/driver-pool-target is removed in the same write.
+  bool finish_pool_move = false;
 
   bool Transition() const { return to != from; }
   // Whether the executor has anything to do for this node.
@@ -95,7 +98,8 @@ inline constexpr int32_t kMaxDriverRestarts = 10;
 //  - skip label, host driver or no driver container (NodeSnapshot::Excluded()): excluded,
 //    never written to, not counted in the slots.
 //  - unknown/upgrade-done: driver pod outdated (its revision is not the DaemonSet's update
-//    revision, or another DaemonSet owns it) -> upgrade-required; current -> upgrade-done.
+//    revision, or another DaemonSet owns it, or the node is to move to another pool:
+//    gpuop.io/driver-pool-target) -> upgrade-required; current -> upgrade-done.
 //  - upgrade-required: current again -> upgrade-done; otherwise nodes go to cordon-required in
 //    name order while slots last (none while spec.upgrade.autoUpgrade is false), recording
 //    whether the node was already cordoned (gpuop.io/cordoned-before). A node that would become
@@ -116,7 +120,9 @@ inline constexpr int32_t kMaxDriverRestarts = 10;
 //    retried every pass until drain.timeout -> upgrade-failed. None left -> pod-restart-required.
 //  - pod-restart-required: pause gpuop's GPU clients on the node (their deploy labels to
 //    paused-for-driver-upgrade), wait until none of their pods is left, then delete the outdated
-//    driver pod; once the DaemonSet's new pod is current and Ready, resume the clients ->
+//    driver pod (for a pool move: switch gpuop.io/driver.pool to the target, so the old
+//    DaemonSet lets go of the node and the new one takes it); once the DaemonSet's new pod is
+//    current and Ready, resume the clients ->
 //    validation-required. More than kMaxDriverRestarts restarts or podRestartTimeout ->
 //    upgrade-failed.
 //  - validation-required: a validator pod created after the new driver pod is Ready (or

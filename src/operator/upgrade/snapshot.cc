@@ -96,6 +96,11 @@ NodeSnapshot DescribeNode(const kube::Node& node) {
     if (absl::StatusOr<absl::Time> t = kube::ParseTimestamp(*since); t.ok()) n.since = *t;
   }
   if (auto message = annotations.Get(kUpgradeMessageAnnotation)) n.message = std::string(*message);
+  if (auto target = annotations.Get(kDriverPoolTargetAnnotation); target.has_value()) {
+    n.target_pool = std::string(*target);
+    n.target_daemon_set = DriverDaemonSetOfPool(*target);
+    if (n.target_daemon_set == n.driver_daemon_set) n.target_daemon_set.clear();
+  }
   n.remediating = LabelIs(labels, kRemediationStateLabel, "in-progress");
   n.remediation_restarting_driver =
       n.remediating && LabelIs(annotations, kRemediationStepAnnotation, "RestartDriver");
@@ -109,10 +114,13 @@ bool IsManagedNode(const kube::Node& node) {
   return LabelIs(node.metadata.labels, kManagedLabel, "true");
 }
 
+std::string DriverDaemonSetOfPool(absl::string_view pool) {
+  if (pool.empty() || pool == "default") return DriverDaemonSetName("");
+  return DriverDaemonSetName(std::string(pool));
+}
+
 std::string DriverDaemonSetOf(const kube::Node& node) {
-  auto pool = node.metadata.labels.Get(kDriverPoolLabel);
-  if (!pool.has_value() || pool->empty() || *pool == "default") return DriverDaemonSetName("");
-  return DriverDaemonSetName(std::string(*pool));
+  return DriverDaemonSetOfPool(node.metadata.labels.Get(kDriverPoolLabel).value_or(""));
 }
 
 }  // namespace gpuop::op::upgrade

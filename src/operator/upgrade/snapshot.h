@@ -68,6 +68,10 @@ struct NodeSnapshot {
   std::optional<absl::Time> since;  // gpuop.io/driver-upgrade-since, when present and valid
   std::string message;              // gpuop.io/driver-upgrade-message
   std::string driver_daemon_set;    // the driver DaemonSet of the node's pool
+  // The pool the node is to move to (gpuop.io/driver-pool-target): its driver DaemonSet's name,
+  // "" when no move is pending.
+  std::string target_daemon_set;
+  std::string target_pool;  // that pool's gpuop.io/driver.pool value
   // That DaemonSet's update revision (the controller-revision-hash its new pods get); nullopt
   // while unknown (no DaemonSet, or its controller has not caught up with its latest spec).
   std::optional<std::string> update_revision;
@@ -115,6 +119,8 @@ bool IsManagedNode(const kube::Node& node);
 // The driver DaemonSet of a node's pool (gpuop.io/driver.pool): gpuop-driver for "default" or
 // no label, gpuop-driver-<pool> otherwise.
 std::string DriverDaemonSetOf(const kube::Node& node);
+// The same for a gpuop.io/driver.pool value.
+std::string DriverDaemonSetOfPool(absl::string_view pool);
 
 }  // namespace gpuop::op::upgrade
 
