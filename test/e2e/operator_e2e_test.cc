@@ -1,4 +1,4 @@
-// The operator end to end: act 1 (converge) and the test that runs the three acts in order.
+// The operator end to end: act 1 (converge) and the test that runs the four acts in order.
 #include "test/e2e/operator_e2e_test.h"
 
 #include <algorithm>
@@ -108,7 +108,7 @@ void OperatorE2eTest::Converge() {
   EXPECT_EQ(names, (std::set<std::string>{"gpuop-driver", "gpuop-validator"}));
 }
 
-TEST_F(OperatorE2eTest, ConvergesUpgradesThroughAKillAndRemediatesAnXid) {
+TEST_F(OperatorE2eTest, ConvergesUpgradesThroughAKillRemediatesAnXidAndMovesANodeToAPool) {
   absl::Time start = absl::Now();
   auto took = [&start](const char* act) {
     std::cout << "[e2e] " << act << ": " << absl::FormatDuration(absl::Now() - start) << "\n";
@@ -120,6 +120,8 @@ TEST_F(OperatorE2eTest, ConvergesUpgradesThroughAKillAndRemediatesAnXid) {
   took("upgraded");
   ASSERT_NO_FATAL_FAILURE(RemediateAnXid());
   took("remediated");
+  ASSERT_NO_FATAL_FAILURE(MoveANodeToAPool());
+  took("moved a node to a pool");
 }
 
 }  // namespace gpuop::test

@@ -223,6 +223,7 @@ class OperatorE2eTest : public ::testing::Test {
   void Converge();
   void UpgradeThroughAnOperatorKill();
   void RemediateAnXid();
+  void MoveANodeToAPool();
 
   std::unique_ptr<kube::Client> client_;
   std::string run_;
