@@ -88,6 +88,37 @@ void OperatorE2eTest::MoveANodeToAPool() {
   ASSERT_TRUE(n.ok());
   EXPECT_FALSE(Cordoned(*n));
   EXPECT_FALSE(HasAnnotation(*n, "gpuop.io/driver-pool-target"));
+
+  // The pool deleted: its DaemonSet stays while the node still runs its driver, and the node
+  // moves back to the policy's driver the same way.
+  ASSERT_TRUE(client_->Delete(op::kGpuNodePools, "", "moved").ok());
+  bool kept_while_in_use = false;
+  const absl::Status back = AwaitDone(
+      "the node back on the policy's driver", absl::Minutes(5),
+      [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<Json> node_now = client_->Get(resources::kNodes, "", node);
+        if (!node_now.ok()) return node_now.status();
+        absl::StatusOr<std::map<std::string, Json>> pool_pods = OperandPods("gpuop-driver-moved");
+        absl::StatusOr<std::map<std::string, Json>> base_pods = OperandPods("gpuop-driver");
+        if (!pool_pods.ok()) return pool_pods.status();
+        if (!base_pods.ok()) return base_pods.status();
+        if (AnnotationOf(*node_now, "gpuop.io/driver-pool-target") == "default" &&
+            pool_pods->contains(node) &&
+            client_->Get(resources::kDaemonSets, ns_, "gpuop-driver-moved").ok()) {
+          kept_while_in_use = true;
+        }
+        if (LabelOf(*node_now, "gpuop.io/driver.pool") != "default") return "not switched back yet";
+        if (LabelOf(*node_now, kUpgradeState) != kUpgradeDone) {
+          return "state " + LabelOf(*node_now, kUpgradeState);
+        }
+        if (!base_pods->contains(node) || !PodRunningAndReady((*base_pods)[node])) {
+          return "no Ready gpuop-driver pod on the node";
+        }
+        return "";
+      });
+  ASSERT_TRUE(back.ok()) << back << operator_->LogTail();
+  EXPECT_TRUE(kept_while_in_use)
+      << "the deleted pool's DaemonSet went before the node had moved off it";
 }
 
 }  // namespace gpuop::test

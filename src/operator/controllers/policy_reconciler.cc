@@ -1,5 +1,7 @@
 #include "operator/controllers/policy_reconciler.h"
 
+#include <set>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -60,7 +62,18 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
   // away under running GPU workloads needs the upgrade's ceremony (cordon, drain), which only a
   // policy defines: the driver DaemonSets and their ServiceAccount stay until `helm uninstall`
   // (its ordered teardown) or a person deletes them.
+  // With a policy, a driver DaemonSet no longer rendered (its pool deleted or without a driver of
+  // its own) stays while a node's gpuop.io/driver.pool still selects it: the node moves to its
+  // new pool through the upgrade (gpuop.io/driver-pool-target), and pruning the DaemonSet first
+  // would end its driver under its workloads.
+  std::set<std::string> driver_sets_in_use;
+  for (const auto& node : cache_.nodes().store().List()) {
+    if (auto pool = node->node.metadata.labels.Get(kDriverPoolLabel); pool.has_value()) {
+      driver_sets_in_use.insert(DriverDaemonSetName(*pool == "default" ? "" : std::string(*pool)));
+    }
+  }
   const auto keep_drivers = [&](const std::string& kind, const std::string& name) {
+    if (kind == "DaemonSet" && driver_sets_in_use.contains(name)) return true;
     return entry == nullptr && (kind == "DaemonSet" || kind == "ServiceAccount") &&
            absl::StartsWith(name, DriverDaemonSetName(""));
   };
