@@ -67,7 +67,9 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
   // new pool through the upgrade (gpuop.io/driver-pool-target), and pruning the DaemonSet first
   // would end its driver under its workloads.
   std::set<std::string> driver_sets_in_use;
-  for (const auto& node : cache_.nodes().store().List()) {
+  const bool drivers_on = run != nullptr && run->spec.Enabled(Component::kDriver);
+  for (const auto& node : drivers_on ? cache_.nodes().store().List()
+                                     : std::vector<std::shared_ptr<const NodeEntry>>{}) {
     if (auto pool = node->node.metadata.labels.Get(kDriverPoolLabel); pool.has_value()) {
       driver_sets_in_use.insert(DriverDaemonSetName(*pool == "default" ? "" : std::string(*pool)));
     }
