@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -224,6 +225,12 @@ class OperatorE2eTest : public ::testing::Test {
   void UpgradeThroughAnOperatorKill();
   void RemediateAnXid();
   void MoveANodeToAPool();
+  // Turns spec.upgrade.autoUpgrade on or off.
+  void SetAutoUpgrade(bool on);
+  // Runs `change` (which moves `node` from DaemonSet `from_ds` to pool `to_pool`) with automatic
+  // upgrades off, checks the node holds with its old driver, then lets the upgrade move it.
+  void MoveAndHold(const std::string& node, const std::string& from_ds, const std::string& to_pool,
+                   const std::string& to_ds, const std::function<void()>& change);
 
   std::unique_ptr<kube::Client> client_;
   std::string run_;

@@ -5,7 +5,8 @@
 //
 // The tests run in order and build on each other, as a person installing gpuop would: install,
 // the operator runs, the node is found, the components run, GPUs become allocatable, a pod gets
-// two of them, the kubelet and containerd restart, the chart is uninstalled. A step whose
+// two of them, the kubelet and containerd restart, the runtime component edits containerd, a
+// driver upgrade runs through the state machine, the chart is uninstalled. A step whose
 // prerequisite failed is skipped, naming it.
 #include <fstream>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "test/cluster/ports.h"
 #include "test/cluster/test_api.h"
 #include "test/e2e/operator_e2e_util.h"
+#include "test/node/node_e2e_fixture.h"
 #include "test/node/node_e2e_reports.h"
 #include "test/node/node_e2e_util.h"
 
@@ -34,101 +36,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr char kNamespace[] = "gpuop-system";
-constexpr char kWorkloads[] = "default";
-constexpr char kProbePod[] = "gpu-probe";
-constexpr char kGpuImage[] = "localhost/gpuop:0.1.0";
-constexpr char kProbeImage[] = "localhost/gpu-probe:1";
-constexpr char kDriverImage[] = "localhost/simulated/driver:570.86.15-debian12";
-// The components the default policy enables, as DaemonSets gpuop-<name>.
-const std::vector<std::string> kComponents = {"driver",        "runtime", "cdi",      "labels",
-                                              "device-plugin", "health",  "exporter", "validator"};
-
-ControlPlane& Cluster() { return ClusterEnvironment::Get(); }
-
-std::string Tool(const std::string& name) { return (Cluster().bin_dir() / name).string(); }
-
-std::vector<std::string> KubeEnv() {
-  return {absl::StrCat("KUBECONFIG=", Cluster().kubeconfig().string()), "HOME=/tmp"};
-}
-
-// What the earlier steps established; later steps need it.
-struct State {
-  bool images = false;
-  bool installed = false;
-  bool operator_running = false;
-  bool node_found = false;
-  bool components_ready = false;
-  bool runtime_configured = false;
-  bool allocatable = false;
-  bool probe_running = false;
-  std::map<std::string, std::string> containerd_before;  // /etc/containerd before the install
-  std::map<std::string, std::string> cdi_before;         // /etc/cdi and /var/run/cdi
-  absl::Time installed_at;
-  std::optional<absl::Time> allocatable_at;  // when the Node first showed nvidia.com/gpu: 8
-};
-State& S() {
-  static State state;
-  return state;
-}
-
-std::map<std::string, std::string> CdiSnapshot() {
-  std::map<std::string, std::string> all;
-  for (const auto& [path, text] : SnapshotTree(Cluster().node().etc_cdi))
-    all["etc/cdi/" + path] = text;
-  for (const auto& [path, text] : SnapshotTree(Cluster().node().run / "cdi")) {
-    all["var/run/cdi/" + path] = text;
-  }
-  return all;
-}
-
-absl::StatusOr<TestApi>& Api() {
-  static absl::StatusOr<TestApi> api = TestApi::Connect(Cluster());
-  return api;
-}
-
-absl::StatusOr<json> Get(const std::string& path) {
-  if (!Api().ok()) return Api().status();
-  return Api()->Get(path);
-}
-
-// Every pod of `ns`.
-absl::StatusOr<std::vector<json>> Pods(const std::string& ns) {
-  absl::StatusOr<json> list = Get(absl::StrCat("/api/v1/namespaces/", ns, "/pods"));
-  if (!list.ok()) return list.status();
-  std::vector<json> out;
-  for (const json& pod : (*list)["items"]) out.push_back(pod);
-  return out;
-}
-
-class NodeE2ETest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!Api().ok()) return;
-    // The images: gpuop's own, the user workload and the simulated driver container. Nothing is
-    // ever pulled.
-    for (const auto& [archive, ref] :
-         std::vector<std::pair<std::string, std::string>>{{"gpuop.tar", kGpuImage},
-                                                          {"gpu-probe.tar", kProbeImage},
-                                                          {"driver.tar", kDriverImage}}) {
-      absl::Status imported =
-          Cluster().ImportImage({.archive = DefaultImagesDir() / archive, .ref = ref});
-      if (!imported.ok()) {
-        ADD_FAILURE() << imported;
-        return;
-      }
-    }
-    S().images = true;
-    S().containerd_before = SnapshotTree(Cluster().node().etc_containerd);
-    S().cdi_before = CdiSnapshot();
-  }
-
-  void SetUp() override {
-    ASSERT_TRUE(Api().ok()) << Api().status();
-    if (!S().images) GTEST_SKIP() << "needs the images imported (see the suite's set-up failure)";
-  }
-};
 
 // The simulated driver container on its own, as the operator's driver DaemonSet runs it
 // (privileged, hostPID, /run/nvidia Bidirectional): it publishes the driver root and the device
@@ -407,58 +314,6 @@ TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
   EXPECT_TRUE(probe.ok()) << probe;
 }
 
-absl::Status AwaitAllocatable(absl::Duration timeout) {
-  return AwaitDone(
-      "nvidia.com/gpu: 8 allocatable again", timeout, [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
-        if (!node.ok()) return node.status();
-        const std::string count = Allocatable(*node, "nvidia.com/gpu");
-        if (count == "8" && ConditionStatus(*node, "Ready") == "True") return std::string();
-        return absl::StrCat("allocatable \"", count, "\", Ready ", ConditionStatus(*node, "Ready"));
-      });
-}
-
-// The running pod the restart tests watch: the user's probe when it runs, else the operator.
-absl::StatusOr<std::string> WatchedPodPath() {
-  if (S().probe_running) {
-    return absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod);
-  }
-  absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
-  if (!pods.ok()) return pods.status();
-  for (const json& pod : *pods) {
-    const std::string name = pod["metadata"].value("name", "");
-    if (absl::StartsWith(name, "gpuop-operator") && PodRunningAndReady(pod)) {
-      return absl::StrCat("/api/v1/namespaces/", kNamespace, "/pods/", name);
-    }
-  }
-  return absl::NotFoundError("no running pod to watch");
-}
-
-// The pod's first container status; an empty object while the kubelet reports none (a pod
-// just created, or a status written while the runtime restarts).
-json FirstContainerStatus(const json& pod) {
-  const json* status = pod.contains("status") ? &pod["status"] : nullptr;
-  if (status == nullptr || !status->contains("containerStatuses")) return json::object();
-  const json& list = (*status)["containerStatuses"];
-  if (!list.is_array() || list.empty() || !list[0].is_object()) return json::object();
-  return list[0];
-}
-
-// Waits until the pod at `path` runs the container `id` again, never restarted, and is Ready.
-absl::Status AwaitSameContainer(const std::string& path, const std::string& id) {
-  return AwaitDone(
-      "the same container still running", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> after = Get(path);
-        if (!after.ok()) return after.status();
-        const json c = FirstContainerStatus(*after);
-        if (c.value("containerID", "") == id && c.value("restartCount", -1) == 0 &&
-            c.contains("state") && c["state"].contains("running") && PodRunningAndReady(*after)) {
-          return std::string();
-        }
-        return PodSummary(*after);
-      });
-}
-
 // Restarts `component` and expects the watched pod's container to be the same one, never
 // restarted, once the node has it back; `after_start` runs as soon as the component is started.
 void RestartKeepsTheWatchedPod(Component component,
@@ -507,32 +362,6 @@ TEST_F(NodeE2ETest, TheRuntimeComponentConfiguresContainerd) {
                 });
   S().runtime_configured = configured.ok();
   EXPECT_TRUE(configured.ok()) << configured;
-}
-
-// The pods of gpuop's GPU clients on the node whose containers may still run: every component
-// but the driver and the runtime, unless the kubelet reported the pod Succeeded or Failed (its
-// containers stopped; a deleted pod stays listed a moment after that).
-std::vector<std::string> ClientPods(const std::vector<json>& pods) {
-  std::vector<std::string> out;
-  for (const json& pod : pods) {
-    const std::string phase = pod["status"].value("phase", "");
-    if (phase == "Succeeded" || phase == "Failed") continue;
-    const std::string component = LabelOf(pod, "app.kubernetes.io/component");
-    if (component.empty() || component == "driver" || component == "runtime" ||
-        component == "discovery" ||
-        absl::StartsWith(pod["metadata"].value("name", ""), "gpuop-operator")) {
-      continue;
-    }
-    out.push_back(pod["metadata"].value("name", ""));
-  }
-  return out;
-}
-
-const json* DriverPod(const std::vector<json>& pods) {
-  for (const json& pod : pods) {
-    if (LabelOf(pod, "app.kubernetes.io/component") == "driver") return &pod;
-  }
-  return nullptr;
 }
 
 // A driver change rolled out by the upgrade state machine on the real node: gpuop pauses its
@@ -589,7 +418,20 @@ TEST_F(NodeE2ETest, ADriverUpgradeStopsTheGpuClientsFirstAndNeverCrashLoops) {
                                (*driver)["metadata"].value("uid", "") != old_uid ||
                                (*driver)["metadata"].contains("deletionTimestamp");
         if (old_going && !clients_at_driver_deletion.has_value()) {
-          clients_at_driver_deletion = ClientPods(*pods);
+          // Client pods created once the new driver pod exists are the ones brought back after
+          // it (seen when a slow poll first notices the old driver gone late): not counted.
+          const std::string new_driver_created =
+              driver != nullptr && (*driver)["metadata"].value("uid", "") != old_uid
+                  ? (*driver)["metadata"].value("creationTimestamp", "")
+                  : "";
+          std::vector<json> before_new_driver;
+          for (const json& pod : *pods) {
+            if (new_driver_created.empty() ||
+                pod["metadata"].value("creationTimestamp", "") < new_driver_created) {
+              before_new_driver.push_back(pod);
+            }
+          }
+          clients_at_driver_deletion = ClientPods(before_new_driver);
         }
         const std::string state = LabelOf(*node, "gpuop.io/driver-upgrade-state");
         if (state == "upgrade-failed") {

@@ -1,8 +1,8 @@
 #ifndef GPUOP_TEST_NODE_NODE_E2E_UTIL_H_
 #define GPUOP_TEST_NODE_NODE_E2E_UTIL_H_
 
-// Pieces of the node tier's tests: tools run to completion (helm), what the real node wrote
-// (container logs, files), and a way to say "this fails today because of issue N".
+// Pieces of the node tier's tests: tools run to completion (helm) and what the real node wrote
+// (container logs, files).
 
 #include <filesystem>
 #include <map>
@@ -41,17 +41,5 @@ std::string DescribeTreeDifference(const std::map<std::string, std::string>& bef
                                    const std::map<std::string, std::string>& after);
 
 }  // namespace gpuop::test
-
-// A check that fails today because of a defect an open issue fixes. While `status` is an error,
-// the test is reported skipped with the issue and the error; once it passes, the test fails and
-// asks for the mark to be removed, so a fixed defect cannot hide behind it.
-#define GPUOP_EXPECTED_FAILURE(issue, status_expr)                                                 \
-  do {                                                                                             \
-    const absl::Status gpuop_xfail_status = (status_expr);                                         \
-    if (!gpuop_xfail_status.ok()) {                                                                \
-      GTEST_SKIP() << "expected failure until " << (issue) << " is fixed: " << gpuop_xfail_status; \
-    }                                                                                              \
-    ADD_FAILURE() << "passes now: remove the expected-failure mark for " << (issue);               \
-  } while (0)
 
 #endif  // GPUOP_TEST_NODE_NODE_E2E_UTIL_H_

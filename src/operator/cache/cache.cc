@@ -152,4 +152,21 @@ std::vector<std::shared_ptr<const OperandPod>> OperatorCache::PodsOn(
   return pods_->store().ByIndex("node", node);
 }
 
+DriverClients ClientsOf(const kube::Labels& labels, const PolicySpec& policy,
+                        const OperandPods& pods) {
+  std::vector<ClientPod> clients;
+  for (const auto& pod : pods) clients.push_back({pod->name, pod->component, pod->phase});
+  return DescribeDriverClients(labels, policy, clients);
+}
+
+std::optional<bool> ValidatorReadySince(const OperandPods& pods, absl::Time driver_created) {
+  std::optional<bool> ready;
+  for (const auto& pod : pods) {
+    if (pod->component == "validator" && pod->created >= driver_created) {
+      ready = ready.value_or(false) || pod->ready;
+    }
+  }
+  return ready;
+}
+
 }  // namespace gpuop::op

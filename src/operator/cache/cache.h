@@ -14,6 +14,7 @@
 #include "kube/types/node.h"
 #include "operator/api/node_pool.h"
 #include "operator/api/policy.h"
+#include "operator/nodes/driver_clients.h"
 
 namespace gpuop::op {
 
@@ -59,6 +60,16 @@ struct OperandPod {
   std::string phase;
   absl::Time created = absl::InfinitePast();
 };
+
+// Reads of one node's operand pods (OperatorCache::PodsOn) that the upgrade and remediation
+// share.
+using OperandPods = std::vector<std::shared_ptr<const OperandPod>>;
+// The node's GPU clients (driver_clients.h) from its labels and its operand pods.
+DriverClients ClientsOf(const kube::Labels& labels, const PolicySpec& policy,
+                        const OperandPods& pods);
+// Whether a validator pod created at or after `driver_created` is Ready: only a validator that
+// started after the driver pod validated that driver. nullopt when there is no such pod.
+std::optional<bool> ValidatorReadySince(const OperandPods& pods, absl::Time driver_created);
 
 // A GPUNode as written: enough to skip writes that would change nothing.
 struct GpuNodeEntry {

@@ -16,6 +16,38 @@ Json Policy(const std::string& uid, int64_t generation, const Json& upgrade) {
           {"spec", {{"driver", {{"version", "570.86.15"}}}, {"upgrade", upgrade}}}};
 }
 
+std::shared_ptr<const OperandPod> Pod(const std::string& name, const std::string& component,
+                                      bool ready, absl::Time created) {
+  return std::make_shared<OperandPod>(OperandPod{.name = name,
+                                                 .component = component,
+                                                 .ready = ready,
+                                                 .phase = "Running",
+                                                 .created = created});
+}
+
+TEST(NodePodsTest, OnlyAValidatorStartedAfterTheDriverCounts) {
+  const absl::Time driver = absl::FromUnixSeconds(1'000);
+  EXPECT_EQ(
+      ValidatorReadySince({Pod("v-old", "validator", true, driver - absl::Seconds(1))}, driver),
+      std::nullopt);
+  EXPECT_EQ(ValidatorReadySince({Pod("v", "validator", false, driver)}, driver), false);
+  EXPECT_EQ(ValidatorReadySince({Pod("v-old", "validator", true, driver - absl::Seconds(1)),
+                                 Pod("v", "validator", true, driver + absl::Seconds(3))},
+                                driver),
+            true);
+}
+
+TEST(NodePodsTest, ClientsOfReadsTheOperandPods) {
+  PolicySpec policy;
+  const DriverClients clients = ClientsOf(
+      kube::Labels(std::map<std::string, std::string>{{"gpuop.io/deploy.exporter", "true"}}),
+      policy,
+      {Pod("gpuop-exporter-a", "exporter", true, absl::InfinitePast()),
+       Pod("gpuop-driver-b", "driver", true, absl::InfinitePast())});
+  EXPECT_THAT(clients.to_pause, ::testing::ElementsAre("gpuop.io/deploy.exporter"));
+  EXPECT_THAT(clients.running, ::testing::ElementsAre("gpuop-exporter-a"));
+}
+
 TEST(PolicyEntryTest, AnInvalidSpecKeepsTheLastGoodOneOfTheSameObject) {
   const PolicyEntry good = MakePolicyEntry(Policy("u-1", 1, {{"maxParallel", 3}}), nullptr);
   ASSERT_TRUE(good.policy.ok()) << good.policy.status();

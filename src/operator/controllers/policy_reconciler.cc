@@ -1,5 +1,6 @@
 #include "operator/controllers/policy_reconciler.h"
 
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -66,16 +67,23 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
   // its own) stays while a node's gpuop.io/driver.pool still selects it: the node moves to its
   // new pool through the upgrade (gpuop.io/driver-pool-target), and pruning the DaemonSet first
   // would end its driver under its workloads.
-  std::set<std::string> driver_sets_in_use;
-  const bool drivers_on = run != nullptr && run->spec.Enabled(Component::kDriver);
-  for (const auto& node : drivers_on ? cache_.nodes().store().List()
-                                     : std::vector<std::shared_ptr<const NodeEntry>>{}) {
-    if (auto pool = node->node.metadata.labels.Get(kDriverPoolLabel); pool.has_value()) {
-      driver_sets_in_use.insert(DriverDaemonSetName(*pool == "default" ? "" : std::string(*pool)));
+  // Read only when something is pruned (the nodes are many, prunes are rare).
+  std::optional<std::set<std::string>> driver_sets_in_use;
+  const auto in_use = [&](const std::string& name) {
+    if (run == nullptr || !run->spec.Enabled(Component::kDriver)) return false;
+    if (!driver_sets_in_use.has_value()) {
+      driver_sets_in_use.emplace();
+      for (const auto& node : cache_.nodes().store().List()) {
+        if (auto pool = node->node.metadata.labels.Get(kDriverPoolLabel); pool.has_value()) {
+          driver_sets_in_use->insert(
+              DriverDaemonSetName(*pool == "default" ? "" : std::string(*pool)));
+        }
+      }
     }
-  }
+    return driver_sets_in_use->contains(name);
+  };
   const auto keep_drivers = [&](const std::string& kind, const std::string& name) {
-    if (kind == "DaemonSet" && driver_sets_in_use.contains(name)) return true;
+    if (kind == "DaemonSet" && in_use(name)) return true;
     return entry == nullptr && (kind == "DaemonSet" || kind == "ServiceAccount") &&
            absl::StartsWith(name, DriverDaemonSetName(""));
   };

@@ -76,7 +76,8 @@ TEST(RemediationPlannerTest, MaxParallelHoldsTheOthersPendingWithAReason) {
   EXPECT_FALSE(b->taint);
 }
 
-TEST(RemediationPlannerTest, RestartDriverDeletesTheOldPodAndWaitsForTheNewOne) {
+// Node "a" in the RestartDriver step, begun 30 s ago, with its driver pod from before the step.
+NodeState RestartingDriver() {
   NodeState n = Unhealthy("a");
   n.state = kInProgress;
   n.step = "RestartDriver";
@@ -86,6 +87,11 @@ TEST(RemediationPlannerTest, RestartDriverDeletesTheOldPodAndWaitsForTheNewOne) 
                                       .name = "gpuop-driver-old",
                                       .ready = true,
                                       .created = kNow - absl::Hours(5)};
+  return n;
+}
+
+TEST(RemediationPlannerTest, RestartDriverDeletesTheOldPodAndWaitsForTheNewOne) {
+  NodeState n = RestartingDriver();
   std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->pod_action, PodAction::kDeleteDriverPod);
@@ -101,15 +107,7 @@ TEST(RemediationPlannerTest, RestartDriverDeletesTheOldPodAndWaitsForTheNewOne) 
 }
 
 TEST(RemediationPlannerTest, RestartDriverPausesTheClientsFirstAndResumesThemAfter) {
-  NodeState n = Unhealthy("a");
-  n.state = kInProgress;
-  n.step = "RestartDriver";
-  n.since = kNow - absl::Seconds(30);
-  n.tainted = true;
-  n.driver_pod = NodeState::DriverPod{.ns = "gpuop-system",
-                                      .name = "gpuop-driver-old",
-                                      .ready = true,
-                                      .created = kNow - absl::Hours(5)};
+  NodeState n = RestartingDriver();
   n.clients.to_pause = {"gpuop.io/deploy.exporter"};
   n.clients.running = {"gpuop-exporter-x"};
   std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");

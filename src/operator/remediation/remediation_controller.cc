@@ -148,23 +148,16 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
         continue;
       }
     }
-    const auto pods_on_node = cache_.PodsOn(n.name);
-    std::vector<ClientPod> client_pods;
+    const OperandPods pods_on_node = cache_.PodsOn(n.name);
     for (const auto& pod : pods_on_node) {
-      client_pods.push_back({pod->name, pod->component, pod->phase});
       if (pod->component == "driver") {
         n.driver_pod = NodeState::DriverPod{
             .ns = options_.ns, .name = pod->name, .ready = pod->ready, .created = pod->created};
       }
     }
-    // Only a validator that started after the driver pod validated that driver.
-    for (const auto& pod : pods_on_node) {
-      if (pod->component == "validator" &&
-          (!n.driver_pod.has_value() || pod->created >= n.driver_pod->created)) {
-        n.validator_ready = n.validator_ready.value_or(false) || pod->ready;
-      }
-    }
-    n.clients = DescribeDriverClients(node.metadata.labels, policy, client_pods);
+    n.validator_ready = ValidatorReadySince(
+        pods_on_node, n.driver_pod.has_value() ? n.driver_pod->created : absl::InfinitePast());
+    n.clients = ClientsOf(node.metadata.labels, policy, pods_on_node);
     if (n.state == kInProgress && n.step == RemediationStepName(RemediationStep::kDrain)) {
       absl::StatusOr<kube::ObjectList> pods = client_.List(
           kube::resources::kPods, "", {.field_selector = absl::StrCat("spec.nodeName=", n.name)});

@@ -164,10 +164,8 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
     if (!IsManagedNode(node)) continue;
     NodeSnapshot n = DescribeNode(node);
     if (!n.Excluded()) n.update_revision = revision_of(n.driver_daemon_set);
-    const auto pods_on_node = cache_.PodsOn(n.name);
-    std::vector<ClientPod> client_pods;
+    const OperandPods pods_on_node = cache_.PodsOn(n.name);
     for (const auto& pod : pods_on_node) {
-      client_pods.push_back({pod->name, pod->component, pod->phase});
       if (pod->component != kDriverComponent) continue;
       driver_pods.insert(pod->name);
       // Prefer the pod of the node's own driver DaemonSet.
@@ -180,15 +178,9 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
                                .restarts = pod->restarts,
                                .created = pod->created};
     }
-    // Only a validator that started after the driver pod validated that driver.
-    const absl::Time driver_created =
-        n.driver_pod.has_value() ? n.driver_pod->created : absl::InfinitePast();
-    for (const auto& pod : pods_on_node) {
-      if (pod->component == kValidatorComponent && pod->created >= driver_created) {
-        n.validator_ready = n.validator_ready.value_or(false) || pod->ready;
-      }
-    }
-    n.clients = DescribeDriverClients(node.metadata.labels, policy, client_pods);
+    n.validator_ready = ValidatorReadySince(
+        pods_on_node, n.driver_pod.has_value() ? n.driver_pod->created : absl::InfinitePast());
+    n.clients = ClientsOf(node.metadata.labels, policy, pods_on_node);
     const UpgradeState state = ParseUpgradeState(n.state_label).value_or(UpgradeState::kUnknown);
     if (!n.Excluded() && NeedsPods(state)) {
       absl::StatusOr<kube::ObjectList> pods = client_.ListAll(
