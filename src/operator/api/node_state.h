@@ -15,6 +15,21 @@ inline constexpr char kUpgradeMessageAnnotation[] = "gpuop.io/driver-upgrade-mes
 // node labelling writes it instead of switching the label, and the upgrade switches the label in
 // its pod-restart-required step, once the node is drained and gpuop's GPU clients are stopped.
 inline constexpr char kDriverPoolTargetAnnotation[] = "gpuop.io/driver-pool-target";
+// Why the node's running driver is to leave it ("driver-disabled": spec.components.driver is
+// off; "operands-disabled": gpuop.io/deploy.operands=false; "node-deselected": the node left the
+// policy's nodeSelector or is no GPU node any more). Node labelling writes it instead of taking
+// gpuop.io/deploy.driver away, which would make the DaemonSet controller kill the driver under the
+// node's workloads; the upgrade takes the node through cordon and drain, stops gpuop's GPU
+// clients, switches gpuop.io/deploy.driver to "false" in pod-restart-required and removes this
+// annotation once the node is back in service.
+inline constexpr char kDriverRemovalAnnotation[] = "gpuop.io/driver-removal";
+inline constexpr char kRemovalDriverDisabled[] = "driver-disabled";
+inline constexpr char kRemovalOperandsDisabled[] = "operands-disabled";
+inline constexpr char kRemovalNodeDeselected[] = "node-deselected";
+// A driver pod waits to load until the node is safe (agent/driver/safe_load.h): its name, set by
+// the pod's first step when a driver is already loaded on the node; the upgrade takes the node
+// through cordon and drain and removes it in pod-restart-required, which lets the pod load.
+inline constexpr char kDriverSafeLoadAnnotation[] = "gpuop.io/driver-wait-for-safe-load";
 // The node was cordoned before gpuop touched it: it stays cordoned afterwards.
 inline constexpr char kWasCordonedAnnotation[] = "gpuop.io/cordoned-before";
 

@@ -82,10 +82,13 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
     for (const auto& key : entry->owned_labels) labels[key] = nullptr;  // dropped unless desired
     for (const auto& [key, value] : change.desired) labels[key] = value;
     kube::Json metadata = {{"labels", labels}};
-    if (change.pool_target.has_value()) {
-      metadata["annotations"][kDriverPoolTargetAnnotation] =
-          change.pool_target->empty() ? kube::Json(nullptr) : kube::Json(*change.pool_target);
-    }
+    const auto annotate = [&](const char* key, const std::optional<std::string>& value) {
+      if (value.has_value()) {
+        metadata["annotations"][key] = value->empty() ? kube::Json(nullptr) : kube::Json(*value);
+      }
+    };
+    annotate(kDriverPoolTargetAnnotation, change.pool_target);
+    annotate(kDriverRemovalAnnotation, change.driver_removal);
     GPUOP_RETURN_IF_ERROR(client_
                               .Patch(kube::resources::kNodes, "", node_name,
                                      kube::PatchType::kMergePatch, {{"metadata", metadata}},

@@ -67,14 +67,24 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
   // its own) stays while a node's gpuop.io/driver.pool still selects it: the node moves to its
   // new pool through the upgrade (gpuop.io/driver-pool-target), and pruning the DaemonSet first
   // would end its driver under its workloads.
+  // With drivers turned off (spec.components.driver, a node's gpuop.io/deploy.operands=false or
+  // the node leaving the policy), a driver DaemonSet stays while a node still runs its driver
+  // (gpuop.io/deploy.driver=true): the upgrade takes it off that node first
+  // (gpuop.io/driver-removal).
   // Read only when something is pruned (the nodes are many, prunes are rare).
   std::optional<std::set<std::string>> driver_sets_in_use;
   const auto in_use = [&](const std::string& name) {
-    if (run == nullptr || !run->spec.Enabled(Component::kDriver)) return false;
+    if (run == nullptr) return false;
     if (!driver_sets_in_use.has_value()) {
       driver_sets_in_use.emplace();
+      const bool drivers_on = run->spec.Enabled(Component::kDriver);
+      const std::string deploy_driver = absl::StrCat(kDeployLabelPrefix, "driver");
       for (const auto& node : cache_.nodes().store().List()) {
-        if (auto pool = node->node.metadata.labels.Get(kDriverPoolLabel); pool.has_value()) {
+        const kube::Labels& labels = node->node.metadata.labels;
+        if (!drivers_on && labels.Get(deploy_driver) != std::optional<absl::string_view>("true")) {
+          continue;
+        }
+        if (auto pool = labels.Get(kDriverPoolLabel); pool.has_value()) {
           driver_sets_in_use->insert(
               DriverDaemonSetName(*pool == "default" ? "" : std::string(*pool)));
         }
@@ -82,10 +92,26 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
     }
     return driver_sets_in_use->contains(name);
   };
+  // The driver's ServiceAccount and RBAC go with its last DaemonSet (the pods' safe-load step
+  // reads and annotates their Node).
+  const auto driver_account = [&](const std::string& kind, const std::string& name) {
+    return name == DriverDaemonSetName("") &&
+           (kind == "ServiceAccount" || kind == "ClusterRole" || kind == "ClusterRoleBinding");
+  };
   const auto keep_drivers = [&](const std::string& kind, const std::string& name) {
     if (kind == "DaemonSet" && in_use(name)) return true;
-    return entry == nullptr && (kind == "DaemonSet" || kind == "ServiceAccount") &&
-           absl::StartsWith(name, DriverDaemonSetName(""));
+    if (entry == nullptr) {
+      return driver_account(kind, name) ||
+             (kind == "DaemonSet" && absl::StartsWith(name, DriverDaemonSetName("")));
+    }
+    if (!driver_account(kind, name)) return false;
+    for (const auto& ds : cache_.daemon_sets().store().List()) {
+      if (absl::StartsWith(ds->metadata.name, DriverDaemonSetName("")) &&
+          in_use(ds->metadata.name)) {
+        return true;
+      }
+    }
+    return false;
   };
 
   absl::Duration requeue = options_.resync;

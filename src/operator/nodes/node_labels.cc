@@ -140,12 +140,29 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   const auto is_owned = [&](const std::string& key) {
     return std::find(owned.begin(), owned.end(), key) != owned.end();
   };
+  const std::string driver_key =
+      absl::StrCat(kDeployLabelPrefix, ComponentName(Component::kDriver));
+  // The driver runs on the node: it leaves only through the upgrade (driver_removal).
+  const bool driver_running =
+      driver_pod_on_node && LabelIs(node, driver_key, "true") && is_owned(driver_key);
+  std::optional<std::string> removal;
+  const auto keep_running_driver = [&](const char* reason) {
+    want[driver_key] = "true";
+    if (auto now = current(kDriverPoolLabel); now.has_value() && is_owned(kDriverPoolLabel)) {
+      want[kDriverPoolLabel] = std::string(*now);
+    }
+    removal = reason;
+  };
   if (managed) {
     want[kManagedLabel] = "true";
     const bool operands_off = LabelIs(node, kDeployOperandsLabel, "false");
     // AMD only: something saw AMD GPUs and nothing says NVIDIA.
     const bool amd_only = GpusOf(node).amd_only();
     for (Component c : kAllComponents) {
+      if (c == Component::kDriver && driver_running && (!policy->Enabled(c) || operands_off)) {
+        keep_running_driver(operands_off ? kRemovalOperandsDisabled : kRemovalDriverDisabled);
+        continue;
+      }
       if (!policy->Enabled(c) || operands_off) continue;
       const std::string key = absl::StrCat(kDeployLabelPrefix, ComponentName(c));
       std::string value = "true";
@@ -187,16 +204,18 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
       }
       mig_layout = pool->mig_layout;
     }
-    pool_label(kDriverPoolLabel, driver_pool);
+    if (!removal.has_value()) pool_label(kDriverPoolLabel, driver_pool);
     // A running driver moves to another pool's DaemonSet through the upgrade, not at once.
-    if (auto now = current(kDriverPoolLabel); !conflicted && now.has_value() &&
-                                              is_owned(kDriverPoolLabel) && driver_pod_on_node &&
-                                              want[kDriverPoolLabel] != *now) {
+    if (auto now = current(kDriverPoolLabel);
+        !conflicted && !removal.has_value() && now.has_value() && is_owned(kDriverPoolLabel) &&
+        driver_pod_on_node && want[kDriverPoolLabel] != *now) {
       change.pool_target = want[kDriverPoolLabel];
       want[kDriverPoolLabel] = std::string(*now);
     }
     pool_label(kDevicePluginConfigLabel, plugin_config);
     pool_label(kMigConfigLabel, mig_layout);
+  } else if (policy != nullptr && driver_running) {
+    keep_running_driver(kRemovalNodeDeselected);
   } else if (policy == nullptr) {
     // No policy: the driver keeps running where it runs (its DaemonSet stays, see the policy
     // reconciler), so the labels that select it stay too.
@@ -204,6 +223,18 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
          {absl::StrCat(kDeployLabelPrefix, "driver"), std::string(kDriverPoolLabel)}) {
       if (auto now = current(key); now.has_value() && is_owned(key)) want[key] = std::string(*now);
     }
+  }
+  // The removal annotation: set while the running driver is to leave, removed while the driver
+  // stays deployed; after the upgrade switched the driver off it is the upgrade's to remove.
+  const std::optional<absl::string_view> removal_now =
+      node.metadata.annotations.Get(kDriverRemovalAnnotation);
+  if (removal.has_value()) {
+    change.driver_removal = removal;
+  } else if (removal_now.has_value() && want.contains(driver_key) && want[driver_key] == "true") {
+    change.driver_removal = "";
+  }
+  if (change.driver_removal.has_value() && *change.driver_removal != removal_now.value_or("")) {
+    change.needed = true;
   }
   const std::optional<absl::string_view> target =
       node.metadata.annotations.Get(kDriverPoolTargetAnnotation);

@@ -92,6 +92,10 @@ struct NodeLabelChange {
   // gpuop.io/driver-pool-target to write with them: a value sets it, "" removes it, nullopt
   // leaves it (node_state.h).
   std::optional<std::string> pool_target;
+  // gpuop.io/driver-removal to write, the same way: the reason the running driver is to leave
+  // the node; "" when it stays (written only while the driver is still deployed: once the
+  // upgrade has switched gpuop.io/deploy.driver off, the annotation is the upgrade's).
+  std::optional<std::string> driver_removal;
   bool needed = false;  // the node differs from `desired` (or from pool_target)
 };
 
@@ -107,6 +111,10 @@ struct NodeLabelChange {
 //     keeps its gpuop.io/driver.pool when its pool changes: the new pool goes into
 //     gpuop.io/driver-pool-target, and the driver upgrade moves the node (switching the label
 //     would make the DaemonSet controller kill the driver under the node's workloads).
+// A node whose driver pod runs (gpuop.io/deploy.driver=true, `driver_pod_on_node`) keeps that
+// label and gpuop.io/driver.pool when the driver is to leave it (spec.components.driver off,
+// gpuop.io/deploy.operands=false, the node no longer admitted by the policy): the reason goes
+// into gpuop.io/driver-removal and the upgrade removes the driver with its ceremony.
 // `policy` is null when there is no policy: the operator then takes its labels off, but for
 // gpuop.io/deploy.driver and gpuop.io/driver.pool, which keep the node's driver running (a
 // driver is taken away only by the upgrade's ceremony or the uninstall's).

@@ -21,6 +21,12 @@ kube::Node NodeWith(Map labels, const std::string& name = "gpu-1") {
   return n;
 }
 
+kube::Labels Plus(const kube::Labels& labels, const std::string& key, const std::string& value) {
+  Map map = labels.ToMap();
+  map[key] = value;
+  return kube::Labels(map);
+}
+
 PolicySpec Policy() {
   PolicySpec p;
   p.driver.version = "570.86.15";
@@ -263,6 +269,52 @@ TEST(NodeLabelsTest, ARunningDriverMovesPoolsThroughTheUpgradeNotAtOnce) {
   c = DesiredNodeLabels(moved, owned, &policy, &pool, false, /*driver_pod_on_node=*/true);
   EXPECT_EQ(c.pool_target, "");
   EXPECT_TRUE(c.needed);
+}
+
+TEST(NodeLabelsTest, ARunningDriverLeavesThroughTheUpgradeNotAtOnce) {
+  PolicySpec disabled = Policy();
+  disabled.driver.enabled = false;
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"},
+                                    {"gpuop.io/deploy.driver", "true"},
+                                    {"gpuop.io/driver.pool", "default"}});
+  const std::vector<std::string> owned = {"gpuop.io/deploy.driver", "gpuop.io/driver.pool"};
+  // spec.components.driver off: the label stays while the pod runs, the reason is written.
+  NodeLabelChange c = DesiredNodeLabels(node, owned, &disabled, nullptr, false, true);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.driver", "true")));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.pool", "default")));
+  EXPECT_EQ(c.driver_removal, "driver-disabled");
+  EXPECT_TRUE(c.needed);
+  // Without a driver pod nothing runs to take down: the label goes at once.
+  c = DesiredNodeLabels(node, owned, &disabled, nullptr, false, false);
+  EXPECT_FALSE(c.desired.contains("gpuop.io/deploy.driver"));
+  EXPECT_EQ(c.driver_removal, std::nullopt);
+  // gpuop.io/deploy.operands=false takes the clients off at once and the driver through the
+  // upgrade.
+  const PolicySpec policy = Policy();
+  kube::Node off = node;
+  off.metadata.labels = Plus(node.metadata.labels, "gpuop.io/deploy.operands", "false");
+  c = DesiredNodeLabels(off, owned, &policy, nullptr, false, true);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.driver", "true")));
+  EXPECT_FALSE(c.desired.contains("gpuop.io/deploy.device-plugin"));
+  EXPECT_EQ(c.driver_removal, "operands-disabled");
+  // A node the policy's nodeSelector no longer admits.
+  PolicySpec selective = Policy();
+  selective.node_selector = {{"gpu-pool", "a"}};
+  c = DesiredNodeLabels(node, owned, &selective, nullptr, false, true);
+  EXPECT_FALSE(c.desired.contains(kManagedLabel));
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/deploy.driver", "true")));
+  EXPECT_EQ(c.driver_removal, "node-deselected");
+  // The driver enabled again while it still runs: the request goes.
+  kube::Node pending = node;
+  pending.metadata.annotations = Plus({}, "gpuop.io/driver-removal", "driver-disabled");
+  c = DesiredNodeLabels(pending, owned, &policy, nullptr, false, true);
+  EXPECT_EQ(c.driver_removal, "");
+  EXPECT_TRUE(c.needed);
+  // Once the upgrade switched the driver off, the annotation is the upgrade's.
+  kube::Node switched = pending;
+  switched.metadata.labels = Plus(node.metadata.labels, "gpuop.io/deploy.driver", "false");
+  c = DesiredNodeLabels(switched, owned, &disabled, nullptr, false, true);
+  EXPECT_EQ(c.driver_removal, std::nullopt);
 }
 
 TEST(NodeLabelsTest, OverlappingPoolsAreAConflictAndTheNodeKeepsItsConfiguration) {

@@ -134,6 +134,12 @@ class Planner {
           p.changed = true;
           return wait(absl::StrCat("restarting the driver: deleting pod ", n.driver_pod->name));
         }
+        if (n.driver_pod->waits_for_safe_load) {
+          p.release_safe_load = true;
+          p.changed = true;
+          return wait(absl::StrCat("letting driver pod ", n.driver_pod->name,
+                                   " load: it waited for the node to be safe"));
+        }
         if (!n.driver_pod->ready) return wait("waiting for the new driver pod to be Ready");
         p.set_labels = n.clients.ResumeLabels();
         return Enter(n, std::move(p), Next(spec_, step));

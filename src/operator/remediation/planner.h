@@ -53,6 +53,8 @@ struct NodeState {
     std::string ns, name;
     bool ready = false;
     absl::Time created;
+    // It waits to load until the node is safe (gpuop.io/driver-wait-for-safe-load names it).
+    bool waits_for_safe_load = false;
   };
   std::optional<DriverPod> driver_pod;
   std::optional<bool> validator_ready;  // nullopt: no validator pod
@@ -80,6 +82,9 @@ struct NodePlan {
   bool taint = false;
   bool untaint = false;
   bool request_reboot = false;  // set the policy's reboot annotation
+  // Remove gpuop.io/driver-wait-for-safe-load: the new driver pod may load (the node is drained
+  // and the clients are paused).
+  bool release_safe_load = false;
   PodAction pod_action = PodAction::kNone;
   std::vector<PodRef> pods;
   // Node labels to write with the state: the GPU clients' deploy labels (driver_clients.h).

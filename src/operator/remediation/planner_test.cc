@@ -137,6 +137,20 @@ TEST(RemediationPlannerTest, RestartDriverPausesTheClientsFirstAndResumesThemAft
               ::testing::ElementsAre(::testing::Pair("gpuop.io/deploy.exporter", "true")));
 }
 
+TEST(RemediationPlannerTest, ARestartedDriverThatWaitsForASafeLoadIsLetIn) {
+  NodeState n = RestartingDriver();
+  n.driver_pod->created = kNow - absl::Seconds(5);  // the replacement
+  n.driver_pod->ready = false;
+  n.driver_pod->waits_for_safe_load = true;  // the old driver did not unload
+  n.clients.paused = {"gpuop.io/deploy.exporter"};
+  std::optional<NodePlan> p = For(PlanRemediation({n}, Spec(), true, kNow), "a");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->release_safe_load) << "the node is tainted, drained and its clients paused";
+  EXPECT_EQ(p->step, "RestartDriver");
+  EXPECT_THAT(p->message, HasSubstr("it waited for the node to be safe"));
+  EXPECT_TRUE(p->set_labels.empty()) << "the clients stay paused until the driver is Ready";
+}
+
 TEST(RemediationPlannerTest, APauseOfTheUpgradesIsNotLifted) {
   NodeState n{.name = "a", .healthy = true, .ready = true};
   n.clients.paused = {"gpuop.io/deploy.exporter"};

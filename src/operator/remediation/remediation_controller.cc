@@ -152,7 +152,12 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
     for (const auto& pod : pods_on_node) {
       if (pod->component == "driver") {
         n.driver_pod = NodeState::DriverPod{
-            .ns = options_.ns, .name = pod->name, .ready = pod->ready, .created = pod->created};
+            .ns = options_.ns,
+            .name = pod->name,
+            .ready = pod->ready,
+            .created = pod->created,
+            .waits_for_safe_load = node.metadata.annotations.Get(kDriverSafeLoadAnnotation) ==
+                                   std::optional<absl::string_view>(pod->name)};
       }
     }
     n.validator_ready = ValidatorReadySince(
@@ -202,6 +207,7 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
   annotations[kRemediationAttemptsAnnotation] =
       attempts.empty() ? kube::Json(nullptr) : kube::Json(absl::StrJoin(attempts, ","));
   if (plan.request_reboot) annotations[spec.reboot_annotation] = kube::FormatTimestamp(now);
+  if (plan.release_safe_load) annotations[kDriverSafeLoadAnnotation] = nullptr;
   kube::Json patch = {{"metadata", {{"labels", labels}, {"annotations", annotations}}}};
   if (plan.taint || plan.untaint) {
     // spec.taints is replaced as a whole: the resourceVersion makes the write fail (409) rather

@@ -218,6 +218,10 @@ ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
        {{"exec", {{"command", {"rm", "-f", "/run/nvidia/validations/.driver-ctr-ready"}}}}}}};
   s.memory_limit = "";  // building kernel modules needs what it needs
   s.on_delete = true;
+  // A pod started outside the upgrade (deleted by hand, a node relabelled) over a loaded driver
+  // waits for the node to be drained before it loads (safe_load.h).
+  s.safe_load = true;
+  s.rules = {{{""}, {"nodes"}, {"get", "patch"}}};
   s.extra_node_selector = {{"gpuop.io/driver.pool", pool.empty() ? "default" : pool}};
   // Never two driver pods on one node: when a node moves to another pool's DaemonSet, the new
   // pod stays Pending until the old one is gone (a terminating pod still counts), so two

@@ -71,6 +71,10 @@ struct ComponentSpec {
   // writes that file).
   bool waits_for_driver = false;
   std::map<std::string, std::string> extra_node_selector;
+  // The driver: an init container that, when a driver is already loaded on the node, waits
+  // until the operator has made the node safe for a new one (agent/driver/safe_load.h). Needs
+  // `rules` to read and annotate Nodes.
+  bool safe_load = false;
 };
 
 // The spec of `component` under `policy`; for the driver, `driver_version`/`repository` come

@@ -83,6 +83,27 @@ Json Tolerations(const PolicySpec& policy) {
   return out;
 }
 
+// The driver pod's first step (agent/driver/safe_load.h): with a driver already loaded on the
+// node, it waits until the operator has made the node safe. It reads /sys/module (visible in any
+// container) and the driver root, and writes one annotation on its Node.
+Json SafeLoadInit(const PolicySpec& policy, const Json& env) {
+  return {{"name", "safe-load"},
+          {"image", policy.image},
+          {"imagePullPolicy", policy.image_pull_policy},
+          {"command", {"gpuop-agent", "driver-safe-load"}},
+          {"env", env},
+          {"resources",
+           {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}, {"limits", {{"memory", "64Mi"}}}}},
+          {"securityContext",
+           {{"allowPrivilegeEscalation", false},
+            {"readOnlyRootFilesystem", true},
+            {"capabilities", {{"drop", Json::array({"ALL"})}}}}},
+          {"volumeMounts", Json::array({{{"name", "run-nvidia"},
+                                         {"mountPath", "/run/nvidia"},
+                                         {"readOnly", true},
+                                         {"mountPropagation", "HostToContainer"}}})}};
+}
+
 Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec& policy,
                const std::string& ns) {
   const std::string component = ComponentName(s.component);
@@ -102,6 +123,8 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
     env.push_back(
         {{"name", "KUBERNETES_SERVICE_PORT"}, {"value", absl::StrCat(policy.api_server->port)}});
   }
+  // What an init container of gpuop's gets: the node, the pod and the API server.
+  const Json base_env = env;
   for (const auto& var : s.env) {
     Json entry = {{"name", var.name}, {"value", var.value}};
     auto same =
@@ -199,6 +222,10 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
           {"volumeMounts",
            Json::array(
                {{{"name", "run-gpuop"}, {"mountPath", "/run/gpuop"}, {"readOnly", true}}})}}});
+  }
+  if (s.safe_load) {
+    if (!pod_spec.contains("initContainers")) pod_spec["initContainers"] = Json::array();
+    pod_spec["initContainers"].push_back(SafeLoadInit(policy, base_env));
   }
   if (!node_selector.empty()) pod_spec["nodeSelector"] = node_selector;
   if (!s.affinity.is_null()) pod_spec["affinity"] = s.affinity;

@@ -330,7 +330,8 @@ TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
     if (o["kind"] != "DaemonSet") continue;
     const std::string name = o["metadata"]["name"];
     const Json& pod = o["spec"]["template"]["spec"];
-    const bool waits = pod.contains("initContainers");
+    const bool waits =
+        pod.contains("initContainers") && pod["initContainers"][0]["name"] == "wait-for-driver";
     EXPECT_EQ(waits, waiting.contains(name)) << name;
     if (!waits) continue;
     seen.insert(name);
@@ -349,8 +350,40 @@ TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
   no_validator.policy.components.validator = false;
   for (const Json& o : Render(no_validator)) {
     if (o["kind"] != "DaemonSet") continue;
-    EXPECT_FALSE(o["spec"]["template"]["spec"].contains("initContainers")) << Id(o);
+    for (const Json& init : o["spec"]["template"]["spec"].value("initContainers", Json::array())) {
+      EXPECT_NE(init["name"], "wait-for-driver") << Id(o);
+    }
   }
+}
+
+// The driver pod's first step waits for a safe load (agent/driver/safe_load.h): gpuop's image,
+// unprivileged, the driver root read-only with the host's later mounts visible, and the RBAC to
+// read and annotate its Node.
+TEST(RenderTest, DriverPodsLoadOnlyOnceTheNodeIsSafe) {
+  const std::vector<Json> objects = Render(Scenarios()[1].input);
+  for (const char* name : {"DaemonSet/gpuop-driver", "DaemonSet/gpuop-driver-h100"}) {
+    const Json* ds = Find(objects, name);
+    ASSERT_NE(ds, nullptr) << name;
+    const Json& pod = ds->at("spec").at("template").at("spec");
+    ASSERT_EQ(pod["initContainers"].size(), 1u) << name;
+    const Json& init = pod["initContainers"][0];
+    EXPECT_EQ(init["name"], "safe-load");
+    EXPECT_EQ(init["image"], Scenarios()[1].input.policy.image);
+    EXPECT_EQ(init["command"], Json({"gpuop-agent", "driver-safe-load"}));
+    EXPECT_EQ(init["securityContext"]["capabilities"]["drop"], Json({"ALL"}));
+    EXPECT_EQ(init["volumeMounts"][0]["mountPath"], "/run/nvidia");
+    EXPECT_EQ(init["volumeMounts"][0]["readOnly"], true);
+    EXPECT_EQ(init["volumeMounts"][0]["mountPropagation"], "HostToContainer");
+    std::set<std::string> env;
+    for (const Json& e : init["env"]) env.insert(e["name"].get<std::string>());
+    EXPECT_TRUE(env.contains("NODE_NAME") && env.contains("POD_NAME")) << name;
+    EXPECT_EQ(pod["serviceAccountName"], "gpuop-driver");
+    EXPECT_EQ(pod["automountServiceAccountToken"], true);
+  }
+  const Json* role = Find(objects, "ClusterRole/gpuop-driver");
+  ASSERT_NE(role, nullptr);
+  EXPECT_EQ(role->at("rules"),
+            Json::parse(R"([{"apiGroups":[""],"resources":["nodes"],"verbs":["get","patch"]}])"));
 }
 
 TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {

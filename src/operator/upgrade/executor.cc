@@ -26,6 +26,8 @@ kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message,
         message.empty() ? kube::Json(nullptr) : kube::Json(message);
   }
   if (plan.finish_pool_move) annotations[kDriverPoolTargetAnnotation] = nullptr;
+  if (plan.finish_removal) annotations[kDriverRemovalAnnotation] = nullptr;
+  if (plan.release_safe_load) annotations[kDriverSafeLoadAnnotation] = nullptr;
   if (plan.set_cordoned_before.has_value()) {
     annotations[kWasCordonedAnnotation] =
         *plan.set_cordoned_before ? kube::Json("true") : kube::Json(nullptr);

@@ -95,13 +95,37 @@ class NodePlanner {
   }
   // The node is to move to another pool's driver DaemonSet while its driver runs.
   bool MovePending() const { return !n_.target_daemon_set.empty() && n_.driver_pod.has_value(); }
-  // Current, and staying in its pool.
-  bool UpToDate() const { return Current() && !MovePending(); }
+  // The driver is to leave the node (gpuop.io/driver-removal), until the node is back in service.
+  bool Removing() const { return !n_.removal.empty(); }
+  // The driver leaves, and its DaemonSet still selects the node.
+  bool RemovalPending() const {
+    return Removing() && n_.driver_deployed && n_.driver_pod.has_value();
+  }
+  // The driver is off the node: switched off and its pod gone.
+  bool Removed() const { return Removing() && !n_.driver_deployed && !n_.driver_pod.has_value(); }
+  // The node's driver pod waits for the node to be made safe before it loads (safe_load.h).
+  bool SafeLoadWaiting() const {
+    return n_.driver_pod.has_value() && n_.driver_pod->waits_for_safe_load && !n_.driver_pod->ready;
+  }
+  // Current, staying in its pool and loaded.
+  bool UpToDate() const { return Current() && !MovePending() && !Removing() && !SafeLoadWaiting(); }
   bool Outdated() const {
     return (n_.update_revision.has_value() && n_.driver_pod.has_value() && !Current()) ||
-           MovePending();
+           MovePending() || SafeLoadWaiting() || (Removing() && n_.driver_pod.has_value());
+  }
+  std::string RemovalReason() const {
+    if (n_.removal == kRemovalDriverDisabled) return "spec.components.driver is off";
+    if (n_.removal == kRemovalOperandsDisabled) return "gpuop.io/deploy.operands is false";
+    if (n_.removal == kRemovalNodeDeselected) return "the policy no longer selects the node";
+    return n_.removal;
   }
   std::string OutdatedMessage() const {
+    if (Removing()) return absl::StrCat("the driver leaves the node: ", RemovalReason());
+    if (SafeLoadWaiting()) {
+      return absl::StrCat("driver pod ", n_.driver_pod->name,
+                          " waits to load until the node is drained (a driver is loaded there; ",
+                          kDriverSafeLoadAnnotation, ")");
+    }
     if (MovePending()) {
       return absl::StrCat("the node moves to pool ", n_.target_pool, " (DaemonSet ",
                           n_.target_daemon_set, ")");
@@ -153,6 +177,7 @@ class NodePlanner {
 
   void UnknownOrDone() {
     if (Outdated()) return Go(UpgradeState::kUpgradeRequired, OutdatedMessage());
+    if (Removing() && !n_.driver_deployed) out_.finish_removal = true;  // nothing left to do
     if (out_.from == UpgradeState::kUnknown && UpToDate()) {
       return Go(UpgradeState::kUpgradeDone, "");
     }
@@ -305,6 +330,22 @@ class NodePlanner {
   void PodRestart() {
     const absl::Duration timeout = spec_.pod_restart_timeout;
     const std::string& ds = n_.driver_daemon_set;
+    if (Removing() && !n_.driver_deployed) {
+      if (Removed()) {
+        out_.set_labels = n_.clients.ResumeLabels();
+        return Go(UpgradeState::kValidationRequired, "");
+      }
+      std::string waiting = absl::StrCat("waiting for driver pod ", n_.driver_pod->name,
+                                         " to stop (", OutdatedMessage(), ")");
+      if (TimedOut(timeout)) {
+        return Fail(absl::StrCat("the driver did not stop within ", Short(timeout), ": ", waiting));
+      }
+      return Stay(std::move(waiting), timeout);
+    }
+    if (Removing() && !n_.driver_pod.has_value()) {  // its pod went on its own
+      out_.set_labels[absl::StrCat(kDeployLabelPrefix, "driver")] = "false";
+      return Stay(absl::StrCat("taking the driver off the node (", RemovalReason(), ")"), timeout);
+    }
     if (UpToDate() && n_.driver_pod->ready) {
       out_.set_labels = n_.clients.ResumeLabels();
       return Go(UpgradeState::kValidationRequired, "");
@@ -327,9 +368,14 @@ class NodePlanner {
       waiting = absl::StrCat("waiting for ",
                              Count(n_.clients.running.size(), "GPU client", "GPU clients"),
                              " to stop before restarting the driver: ", Names(n_.clients.running));
+    } else if (RemovalPending()) {
+      waiting = absl::StrCat("taking the driver off the node (", RemovalReason(), ")");
     } else if (MovePending()) {
       waiting = absl::StrCat("moving the node to DaemonSet ", n_.target_daemon_set, " (pool ",
                              n_.target_pool, ")");
+    } else if (SafeLoadWaiting()) {
+      waiting = absl::StrCat("letting driver pod ", n_.driver_pod->name,
+                             " load: the node is drained and the GPU clients stopped");
     } else {
       waiting =
           absl::StrCat("deleting driver pod ", n_.driver_pod->name, " (", OutdatedMessage(), ")");
@@ -340,11 +386,16 @@ class NodePlanner {
     Stay(std::move(waiting), timeout);
     if (Outdated() && !n_.clients.Stopped()) {
       out_.set_labels = n_.clients.PauseLabels();
+    } else if (RemovalPending()) {
+      // The DaemonSet lets go of the node; the annotation stays until the node is in service.
+      out_.set_labels[absl::StrCat(kDeployLabelPrefix, "driver")] = "false";
     } else if (MovePending()) {
       // The old DaemonSet lets go of the node and the new one starts its driver (the
       // anti-affinity holds it until the old pod is gone).
       out_.set_labels[kDriverPoolLabel] = n_.target_pool;
       out_.finish_pool_move = true;
+    } else if (SafeLoadWaiting()) {
+      out_.release_safe_load = true;
     } else if (Outdated()) {
       out_.action = Action::kDeleteDriverPod;
       out_.pods = {PodRef{.ns = n_.driver_pod->ns, .name = n_.driver_pod->name}};
@@ -353,9 +404,11 @@ class NodePlanner {
 
   void Validation() {
     const absl::Duration timeout = spec_.validation_timeout;
-    if (!snapshot_.validation_enabled) return Go(UpgradeState::kUncordonRequired, "");
+    if (!snapshot_.validation_enabled || !n_.validator_deployed) {
+      return Go(UpgradeState::kUncordonRequired, "");
+    }
     std::string waiting;
-    if (!Current() || !n_.driver_pod->ready) {
+    if (!Removed() && (!Current() || !n_.driver_pod->ready)) {
       waiting = "waiting for the driver pod to be current and Ready";
     } else if (n_.validator_ready == true) {
       return Go(UpgradeState::kUncordonRequired, "");
@@ -371,6 +424,7 @@ class NodePlanner {
   }
 
   void Uncordon() {
+    if (Removing()) out_.finish_removal = true;
     if (n_.cordoned_before) {
       Go(UpgradeState::kUpgradeDone, "left cordoned: it was cordoned before the upgrade");
     } else {
@@ -381,12 +435,17 @@ class NodePlanner {
   }
 
   void Failed() {
-    const bool validated = !snapshot_.validation_enabled || n_.validator_ready == true;
-    if (UpToDate() && n_.driver_pod->ready && validated) {
+    const bool validated =
+        !snapshot_.validation_enabled || !n_.validator_deployed || n_.validator_ready == true;
+    const bool recovered = Removed() || (UpToDate() && n_.driver_pod->ready);
+    if (recovered && validated) {
       if (n_.unschedulable && !n_.cordoned_before) out_.action = Action::kUncordon;
       Go(UpgradeState::kUpgradeDone,
-         absl::StrCat("recovered: driver pod ", n_.driver_pod->name, " is current and Ready"));
+         Removed() ? std::string("recovered: the driver is off the node")
+                   : absl::StrCat("recovered: driver pod ", n_.driver_pod->name,
+                                  " is current and Ready"));
       out_.set_cordoned_before = false;
+      out_.finish_removal = Removing();
       return;
     }
     out_.to = out_.from;
@@ -429,7 +488,8 @@ const char* ActionName(Action action) {
 bool NodePlan::HasWork() const {
   if (excluded) return false;
   return Transition() || action != Action::kNone || stamp_since || message != current_message ||
-         set_cordoned_before.has_value() || !set_labels.empty() || finish_pool_move;
+         set_cordoned_before.has_value() || !set_labels.empty() || finish_pool_move ||
+         finish_removal || release_safe_load;
 }
 
 std::string NodePlan::Describe() const {
@@ -502,10 +562,16 @@ UpgradePlan Plan(const UpgradeSnapshot& snapshot, const UpgradeSpec& spec, absl:
     }
     NodePlanner planner(n, snapshot, spec, now, p);
     if (p.from == UpgradeState::kUpgradeRequired) {
-      if (planner.UpToDate()) {
+      if (planner.UpToDate() || planner.Removed()) {
         planner.Go(UpgradeState::kUpgradeDone, "");
+        p.finish_removal = planner.Removing();
       } else if (!spec.auto_upgrade) {
         p.message = "waiting: automatic upgrades are off (spec.upgrade.autoUpgrade is false)";
+        if (planner.SafeLoadWaiting()) {
+          absl::StrAppend(&p.message, "; driver pod ", n.driver_pod->name,
+                          " loads once someone drains the node and removes ",
+                          kDriverSafeLoadAnnotation);
+        }
       } else if (n.remediating) {
         p.message = "waiting: remediation is working on the node";
       } else if (parallel_left > 0 && (fresh_left > 0 || Unavailable(n, p.from))) {

@@ -64,6 +64,11 @@ struct NodePlan {
   // The node moves to its target pool: set_labels has its gpuop.io/driver.pool, and
   // gpuop.io/driver-pool-target is removed in the same write.
   bool finish_pool_move = false;
+  // The driver has left the node for good: gpuop.io/driver-removal is removed.
+  bool finish_removal = false;
+  // The node is safe for its waiting driver pod: gpuop.io/driver-wait-for-safe-load is removed,
+  // which lets the pod load (safe_load.h).
+  bool release_safe_load = false;
 
   bool Transition() const { return to != from; }
   // Whether the executor has anything to do for this node.

@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kube/types/json_fields.h"
 #include "kube/types/pod.h"
 #include "operator/api/node_state.h"
 #include "operator/nodes/node_labels.h"
 #include "operator/render/render.h"
+#include "operator/upgrade/upgrade_state.h"
 
 namespace gpuop::op::upgrade {
 namespace {
@@ -76,21 +78,35 @@ absl::StatusOr<PodInfo> PodInfoFromJson(const nlohmann::json& object) {
   return info;
 }
 
+bool NodeSnapshot::Excluded() const {
+  return skip || ((host_driver || no_driver) && removal.empty());
+}
+
 NodeSnapshot DescribeNode(const kube::Node& node) {
   const kube::Labels& labels = node.metadata.labels;
+  const std::string driver_key = absl::StrCat(kDeployLabelPrefix, "driver");
   const kube::Labels& annotations = node.metadata.annotations;
-  NodeSnapshot n{
-      .name = node.metadata.name,
-      .uid = node.metadata.uid,
-      .unschedulable = node.unschedulable,
-      .ready = node.Ready(),
-      .cordoned_before = LabelIs(annotations, kWasCordonedAnnotation, "true"),
-      .skip = LabelIs(labels, kUpgradeSkipLabel, "true"),
-      .host_driver =
-          LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kHostDriverValue) ||
-          LabelIs(labels, kDriverPreinstalledLabel, "true"),
-      .no_driver = LabelIs(labels, std::string(kDeployLabelPrefix) + "driver", kNotApplicableValue),
-      .driver_daemon_set = DriverDaemonSetOf(node)};
+  NodeSnapshot n{.name = node.metadata.name,
+                 .uid = node.metadata.uid,
+                 .unschedulable = node.unschedulable,
+                 .ready = node.Ready(),
+                 .cordoned_before = LabelIs(annotations, kWasCordonedAnnotation, "true"),
+                 .skip = LabelIs(labels, kUpgradeSkipLabel, "true"),
+                 // A host driver found while gpuop's driver runs is gpuop's own (node_labels.h).
+                 .host_driver = LabelIs(labels, driver_key, kHostDriverValue) ||
+                                (LabelIs(labels, kDriverPreinstalledLabel, "true") &&
+                                 !LabelIs(labels, driver_key, "true")),
+                 .no_driver = LabelIs(labels, driver_key, kNotApplicableValue),
+                 .driver_daemon_set = DriverDaemonSetOf(node),
+                 .driver_deployed = LabelIs(labels, driver_key, "true")};
+  const std::optional<absl::string_view> validator =
+      labels.Get(absl::StrCat(kDeployLabelPrefix, ComponentName(Component::kValidator)));
+  n.validator_deployed = validator == std::optional<absl::string_view>("true") ||
+                         validator == std::optional<absl::string_view>(kPausedForDriverValue);
+  if (auto removal = annotations.Get(kDriverRemovalAnnotation)) n.removal = std::string(*removal);
+  if (auto waiting = annotations.Get(kDriverSafeLoadAnnotation)) {
+    n.safe_load_pod = std::string(*waiting);
+  }
   if (auto state = labels.Get(kUpgradeStateLabel)) n.state_label = std::string(*state);
   if (auto since = annotations.Get(kUpgradeSinceAnnotation)) {
     if (absl::StatusOr<absl::Time> t = kube::ParseTimestamp(*since); t.ok()) n.since = *t;
@@ -111,7 +127,11 @@ NodeSnapshot DescribeNode(const kube::Node& node) {
 }
 
 bool IsManagedNode(const kube::Node& node) {
-  return LabelIs(node.metadata.labels, kManagedLabel, "true");
+  if (LabelIs(node.metadata.labels, kManagedLabel, "true")) return true;
+  if (node.metadata.annotations.Has(kDriverRemovalAnnotation)) return true;
+  const std::optional<absl::string_view> state = node.metadata.labels.Get(kUpgradeStateLabel);
+  return state.has_value() &&
+         InProgress(ParseUpgradeState(*state).value_or(UpgradeState::kUnknown));
 }
 
 std::string DriverDaemonSetOfPool(absl::string_view pool) {

@@ -53,6 +53,8 @@ struct DriverPod {
   bool ready = false;
   int32_t restarts = 0;
   absl::Time created = absl::InfinitePast();
+  // It waits to load until the node is safe (gpuop.io/driver-wait-for-safe-load names it).
+  bool waits_for_safe_load = false;
 };
 
 struct NodeSnapshot {
@@ -72,6 +74,15 @@ struct NodeSnapshot {
   // "" when no move is pending.
   std::string target_daemon_set;
   std::string target_pool;  // that pool's gpuop.io/driver.pool value
+  // Why the node's driver is to leave it (gpuop.io/driver-removal); "" when it stays.
+  std::string removal;
+  // gpuop.io/deploy.driver is "true": the driver DaemonSet selects the node.
+  bool driver_deployed = true;
+  // The validator runs on the node (its deploy label is true or paused): validation waits for
+  // it there.
+  bool validator_deployed = true;
+  // The value of gpuop.io/driver-wait-for-safe-load; "" when absent.
+  std::string safe_load_pod;
   // That DaemonSet's update revision (the controller-revision-hash its new pods get); nullopt
   // while unknown (no DaemonSet, or its controller has not caught up with its latest spec).
   std::optional<std::string> update_revision;
@@ -95,8 +106,9 @@ struct NodeSnapshot {
   std::string pods_error;
   std::vector<PodInfo> pods;
 
-  // Out of the upgrade altogether: skipped, host driver or no driver.
-  bool Excluded() const { return skip || host_driver || no_driver; }
+  // Out of the upgrade altogether: skipped, or a host driver or no driver container, unless
+  // gpuop's driver is leaving the node (which a host driver found meanwhile does not stop).
+  bool Excluded() const;
 };
 
 struct UpgradeSnapshot {
@@ -113,7 +125,8 @@ struct UpgradeSnapshot {
 NodeSnapshot DescribeNode(const kube::Node& node);
 
 // Whether the upgrade controller manages `node`: a GPU node the operator labelled
-// gpuop.io/managed=true.
+// gpuop.io/managed=true, or one whose driver is leaving it (gpuop.io/driver-removal) or that is
+// in the middle of an upgrade.
 bool IsManagedNode(const kube::Node& node);
 
 // The driver DaemonSet of a node's pool (gpuop.io/driver.pool): gpuop-driver for "default" or

@@ -163,6 +163,11 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
     const kube::Node& node = entry->node;
     if (!IsManagedNode(node)) continue;
     NodeSnapshot n = DescribeNode(node);
+    // With drivers off only the nodes whose driver is leaving (or mid-upgrade) are planned.
+    if (!policy.Enabled(Component::kDriver) && n.removal.empty() &&
+        !InProgress(ParseUpgradeState(n.state_label).value_or(UpgradeState::kUnknown))) {
+      continue;
+    }
     if (!n.Excluded()) n.update_revision = revision_of(n.driver_daemon_set);
     const OperandPods pods_on_node = cache_.PodsOn(n.name);
     for (const auto& pod : pods_on_node) {
@@ -176,7 +181,8 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
                                .revision = pod->revision,
                                .ready = pod->ready,
                                .restarts = pod->restarts,
-                               .created = pod->created};
+                               .created = pod->created,
+                               .waits_for_safe_load = n.safe_load_pod == pod->name};
     }
     n.validator_ready = ValidatorReadySince(
         pods_on_node, n.driver_pod.has_value() ? n.driver_pod->created : absl::InfinitePast());
@@ -207,7 +213,7 @@ UpgradeSnapshot UpgradeController::BuildSnapshot(const PolicySpec& policy,
 absl::StatusOr<kube::Result> UpgradeController::Reconcile() {
   absl::MutexLock serial(&reconcile_mu_);
   const std::optional<ClusterPolicy> policy = cache_.Policy();
-  if (!policy.has_value() || !policy->spec.Enabled(Component::kDriver)) {
+  if (!policy.has_value()) {
     Publish(UpgradePlan{});
     return kube::Result{};
   }
