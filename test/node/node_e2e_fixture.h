@@ -46,6 +46,7 @@ struct State {
   bool runtime_configured = false;
   bool allocatable = false;
   bool probe_running = false;
+  bool upgraded = false;  // the driver upgrade step passed (and set podDeletion.force)
   std::map<std::string, std::string> containerd_before;  // /etc/containerd before the install
   std::map<std::string, std::string> cdi_before;         // /etc/cdi and /var/run/cdi
   absl::Time installed_at;

@@ -48,8 +48,11 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
                              : (entry->last_good.has_value() ? &*entry->last_good : nullptr);
   }
   if (run != nullptr) {
-    absl::StatusOr<std::vector<nlohmann::json>> rendered =
-        RenderOperands({.policy = run->spec, .pools = pools, .ns = options_.ns});
+    absl::StatusOr<std::vector<nlohmann::json>> rendered = RenderOperands({.policy = run->spec,
+                                                                           .pools = pools,
+                                                                           .ns = options_.ns,
+                                                                           .policy_name = run->name,
+                                                                           .policy_uid = run->uid});
     if (rendered.ok()) {
       desired = *std::move(rendered);
     } else {

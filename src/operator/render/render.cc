@@ -330,6 +330,16 @@ absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
   for (auto* group : {&cluster, &config_maps, &accounts, &rbac, &daemon_sets, &monitoring}) {
     for (auto& o : *group) out.push_back(std::move(o));
   }
+  if (!in.policy_uid.empty()) {
+    const Json owner = {{"apiVersion", kApiVersion}, {"kind", "GPUClusterPolicy"},
+                        {"name", in.policy_name},    {"uid", in.policy_uid},
+                        {"controller", true},        {"blockOwnerDeletion", false}};
+    for (Json& o : out) {
+      Json& meta = o["metadata"];
+      if (meta["labels"].value(kComponentLabel, "") == ComponentName(Component::kDriver)) continue;
+      meta["ownerReferences"] = Json::array({owner});
+    }
+  }
   return out;
 }
 

@@ -33,6 +33,10 @@ struct RenderInput {
   PolicySpec policy;
   std::vector<NodePool> pools;  // sorted by name; conflicts already resolved
   std::string ns = "gpuop-system";
+  // The GPUClusterPolicy the operands belong to; when its uid is set, every operand but the
+  // driver's carries an ownerReference to it.
+  std::string policy_name = "default";
+  std::string policy_uid;
 };
 
 // The per-node components as Kubernetes objects, a pure function of the policy and the pools:
@@ -50,6 +54,11 @@ struct RenderInput {
 // driver through a read-only host-root mount (HostToContainer) and, where they open device
 // nodes, as privileged containers. The RuntimeClass nvidia is rendered only with the runtime
 // component, for workloads that ask for it.
+// With input.policy_uid, every object but the driver's (its DaemonSets, ServiceAccount and RBAC)
+// carries an ownerReference to the policy (controller, not blocking its deletion), so nothing is
+// orphaned when the policy goes, even when the operator is not running; the driver's carry none,
+// so that the garbage collector never takes a driver away under running workloads (deleting the
+// policy keeps the drivers running; see the policy reconciler).
 [[nodiscard]] absl::StatusOr<std::vector<nlohmann::json>> RenderOperands(const RenderInput& input);
 
 // The name of the driver DaemonSet for a pool ("" for the policy's own): gpuop-driver or

@@ -386,6 +386,32 @@ TEST(RenderTest, DriverPodsLoadOnlyOnceTheNodeIsSafe) {
             Json::parse(R"([{"apiGroups":[""],"resources":["nodes"],"verbs":["get","patch"]}])"));
 }
 
+// Everything but the driver belongs to the policy, so the garbage collector takes it with the
+// policy; the driver's objects belong to nothing, so it never takes a driver away.
+TEST(RenderTest, OperandsButTheDriversAreOwnedByThePolicy) {
+  RenderInput input = Scenarios()[1].input;
+  input.policy_uid = "0b5e8d7c-1111-4222-8333-944455556666";
+  int owned = 0;
+  for (const Json& o : Render(input)) {
+    const Json& meta = o["metadata"];
+    if (meta["labels"]["app.kubernetes.io/component"] == "driver") {
+      EXPECT_FALSE(meta.contains("ownerReferences")) << Id(o);
+      continue;
+    }
+    ASSERT_TRUE(meta.contains("ownerReferences")) << Id(o);
+    EXPECT_EQ(meta["ownerReferences"],
+              Json::parse(R"([{"apiVersion":"gpuop.io/v1alpha1","kind":"GPUClusterPolicy",
+                "name":"default","uid":"0b5e8d7c-1111-4222-8333-944455556666",
+                "controller":true,"blockOwnerDeletion":false}])"))
+        << Id(o);
+    ++owned;
+  }
+  EXPECT_GT(owned, 20);
+  for (const Json& o : Render(Scenarios()[1].input)) {
+    EXPECT_FALSE(o["metadata"].contains("ownerReferences")) << "no uid, no owner: " << Id(o);
+  }
+}
+
 TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {
   const std::vector<Json> objects = Render(Scenarios()[1].input);
   const Json* pool = Find(objects, "DaemonSet/gpuop-driver-h100");
