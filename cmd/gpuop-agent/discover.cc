@@ -49,6 +49,7 @@ void AddDiscoverCommand(CLI::App& app) {
 void AddDiscoverPciCommand(CLI::App& app) {
   struct Flags {
     std::string sysfs_root = "/sys";
+    std::string os_release;
     bool label_node = false;
     bool once = false;
     std::string node_name;
@@ -61,6 +62,8 @@ void AddDiscoverPciCommand(CLI::App& app) {
       "gpuop.io/gpu.present and gpuop.io/gpu.vendor");
   sub->add_option("--sysfs-root", flags->sysfs_root, "Where the host's sysfs is mounted")
       ->capture_default_str();
+  sub->add_option("--os-release", flags->os_release,
+                  "The host's os-release file: its ID and VERSION_ID are labelled too");
   sub->add_flag("--label-node", flags->label_node,
                 "Write the labels on the Node (retrying until it succeeds), then stay up until "
                 "SIGTERM: the DaemonSet controller removes the pod once the label is there");
@@ -81,9 +84,9 @@ void AddDiscoverPciCommand(CLI::App& app) {
         std::fprintf(stderr, "discover-pci: no GPU found, but not every device could be read\n");
         std::exit(1);
       }
-      for (const auto& [key, value] : agent::DiscoveryLabels(*verdict)) {
-        std::printf("%s=%s\n", key.c_str(), value.c_str());
-      }
+      std::map<std::string, std::string> labels = agent::DiscoveryLabels(*verdict);
+      if (!flags->os_release.empty()) labels.merge(agent::OsReleaseLabels(flags->os_release));
+      for (const auto& [key, value] : labels) std::printf("%s=%s\n", key.c_str(), value.c_str());
       return;
     }
     if (flags->node_name.empty()) {
@@ -102,9 +105,12 @@ void AddDiscoverPciCommand(CLI::App& app) {
       common::WaitForTerminationSignal();
       stop.request_stop();
     });
-    absl::StatusOr<agent::PciNodeVerdict> verdict = agent::DiscoverAndLabel(
-        **client, {.sysfs_root = flags->sysfs_root, .node_name = flags->node_name},
-        stop.get_token());
+    absl::StatusOr<agent::PciNodeVerdict> verdict =
+        agent::DiscoverAndLabel(**client,
+                                {.sysfs_root = flags->sysfs_root,
+                                 .os_release = flags->os_release,
+                                 .node_name = flags->node_name},
+                                stop.get_token());
     if (!verdict.ok()) std::exit(0);  // stopped before it could label: the next pod will
     for (const auto& [key, value] : agent::DiscoveryLabels(*verdict)) {
       std::printf("labelled node %s %s=%s\n", flags->node_name.c_str(), key.c_str(), value.c_str());

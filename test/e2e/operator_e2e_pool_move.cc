@@ -105,23 +105,24 @@ void OperatorE2eTest::MoveANodeToAPool() {
   ASSERT_FALSE(node.empty()) << "no node in service to move";
 
   // Into a pool with a driver of its own.
-  ASSERT_NO_FATAL_FAILURE(MoveAndHold(node, "gpuop-driver", "moved", "gpuop-driver-moved", [&] {
-    const Json pool = {{"apiVersion", "gpuop.io/v1alpha1"},
-                       {"kind", "GPUNodePool"},
-                       {"metadata", {{"name", "moved"}}},
-                       {"spec",
-                        {{"nodeSelector", {{"matchLabels", {{kPoolLabel, "moved"}}}}},
-                         {"driver", {{"version", kNewDriver}}}}}};
-    ASSERT_TRUE(client_->Create(op::kGpuNodePools, "", pool).ok());
-    ASSERT_TRUE(client_
-                    ->Patch(resources::kNodes, "", node, kube::PatchType::kMergePatch,
-                            {{"metadata", {{"labels", {{kPoolLabel, "moved"}}}}}})
-                    .ok());
-  }));
+  ASSERT_NO_FATAL_FAILURE(
+      MoveAndHold(node, "gpuop-driver-debian12", "moved", "gpuop-driver-moved-debian12", [&] {
+        const Json pool = {{"apiVersion", "gpuop.io/v1alpha1"},
+                           {"kind", "GPUNodePool"},
+                           {"metadata", {{"name", "moved"}}},
+                           {"spec",
+                            {{"nodeSelector", {{"matchLabels", {{kPoolLabel, "moved"}}}}},
+                             {"driver", {{"version", kNewDriver}}}}}};
+        ASSERT_TRUE(client_->Create(op::kGpuNodePools, "", pool).ok());
+        ASSERT_TRUE(client_
+                        ->Patch(resources::kNodes, "", node, kube::PatchType::kMergePatch,
+                                {{"metadata", {{"labels", {{kPoolLabel, "moved"}}}}}})
+                        .ok());
+      }));
   // Back when the pool is deleted: its DaemonSet stays until the node has left it.
-  ASSERT_NO_FATAL_FAILURE(MoveAndHold(node, "gpuop-driver-moved", "default", "gpuop-driver", [&] {
-    ASSERT_TRUE(client_->Delete(op::kGpuNodePools, "", "moved").ok());
-  }));
+  ASSERT_NO_FATAL_FAILURE(
+      MoveAndHold(node, "gpuop-driver-moved-debian12", "default", "gpuop-driver-debian12",
+                  [&] { ASSERT_TRUE(client_->Delete(op::kGpuNodePools, "", "moved").ok()); }));
 }
 
 }  // namespace gpuop::test

@@ -29,7 +29,7 @@ void OperatorE2eTest::RemediateAnXid() {
     }
   }
   ASSERT_FALSE(node.empty()) << "no running trainer pod";
-  absl::StatusOr<std::map<std::string, Json>> driver_pods = OperandPods("gpuop-driver");
+  absl::StatusOr<std::map<std::string, Json>> driver_pods = OperandPods("gpuop-driver-debian12");
   ASSERT_TRUE(driver_pods.ok()) << driver_pods.status();
   ASSERT_TRUE(driver_pods->contains(node));
   const std::string old_driver_pod = Name((*driver_pods)[node]);
@@ -134,7 +134,7 @@ void OperatorE2eTest::RemediateAnXid() {
   EXPECT_TRUE(reported.ok()) << reported;
 
   // The driver was restarted (a new pod), the trainer pod was drained and is whole elsewhere.
-  driver_pods = OperandPods("gpuop-driver");
+  driver_pods = OperandPods("gpuop-driver-debian12");
   ASSERT_TRUE(driver_pods.ok()) << driver_pods.status();
   ASSERT_TRUE(driver_pods->contains(node));
   EXPECT_NE(Name((*driver_pods)[node]), old_driver_pod);

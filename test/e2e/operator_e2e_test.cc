@@ -62,7 +62,7 @@ void OperatorE2eTest::Converge() {
         for (const std::string& name : gpu_nodes_) {
           if (!reported.contains(name)) return "no GPUNode " + name;
         }
-        for (const char* ds : {"gpuop-driver", "gpuop-validator"}) {
+        for (const char* ds : {"gpuop-driver-debian12", "gpuop-validator"}) {
           absl::StatusOr<std::map<std::string, Json>> pods = OperandPods(ds);
           if (!pods.ok()) return pods.status();
           for (const std::string& name : gpu_nodes_) {
@@ -100,12 +100,12 @@ void OperatorE2eTest::Converge() {
     names.insert(Name(ds));
     EXPECT_EQ(ds["status"].value("desiredNumberScheduled", 0), kGpuNodeCount) << Name(ds);
     EXPECT_EQ(ds["status"].value("numberReady", 0), kGpuNodeCount) << Name(ds);
-    if (Name(ds) == "gpuop-driver") {
+    if (Name(ds) == "gpuop-driver-debian12") {
       const std::string image = ds["spec"]["template"]["spec"]["containers"][0].value("image", "");
       EXPECT_THAT(image, ::testing::HasSubstr(kOldDriver));
     }
   }
-  EXPECT_EQ(names, (std::set<std::string>{"gpuop-driver", "gpuop-validator"}));
+  EXPECT_EQ(names, (std::set<std::string>{"gpuop-driver-debian12", "gpuop-validator"}));
 }
 
 TEST_F(OperatorE2eTest, ConvergesUpgradesThroughAKillRemediatesAnXidAndMovesANodeToAPool) {

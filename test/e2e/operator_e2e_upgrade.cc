@@ -77,7 +77,8 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
                           {{"spec", {{"unschedulable", true}}}})
                   .ok());
 
-  absl::StatusOr<std::string> old_revision = CurrentRevisionHash(*client_, ns_, "gpuop-driver");
+  absl::StatusOr<std::string> old_revision =
+      CurrentRevisionHash(*client_, ns_, "gpuop-driver-debian12");
   ASSERT_TRUE(old_revision.ok()) << old_revision.status();
   ASSERT_TRUE(client_
                   ->Patch(kPolicies, "", "default", kube::PatchType::kMergePatch,
@@ -119,11 +120,13 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
           most_in_progress = static_cast<int>(in_progress.size());
           most_in_progress_seen = absl::StrJoin(in_progress, ", ");
         }
-        absl::StatusOr<std::string> revision = CurrentRevisionHash(*client_, ns_, "gpuop-driver");
+        absl::StatusOr<std::string> revision =
+            CurrentRevisionHash(*client_, ns_, "gpuop-driver-debian12");
         if (!revision.ok()) return revision.status();
         if (*revision == *old_revision) return "the driver DaemonSet has no new revision yet";
         new_revision = *revision;
-        absl::StatusOr<std::map<std::string, Json>> driver_pods = OperandPods("gpuop-driver");
+        absl::StatusOr<std::map<std::string, Json>> driver_pods =
+            OperandPods("gpuop-driver-debian12");
         if (!driver_pods.ok()) return driver_pods.status();
         std::vector<std::string> waiting;
         for (const std::string& name : gpu_nodes_) {
@@ -189,7 +192,8 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
         for (const std::string& name : gpu_nodes_) {
           if (name != precordoned_ && Cordoned((*nodes)[name])) return name + " still cordoned";
         }
-        absl::StatusOr<Json> ds = client_->Get(resources::kDaemonSets, ns_, "gpuop-driver");
+        absl::StatusOr<Json> ds =
+            client_->Get(resources::kDaemonSets, ns_, "gpuop-driver-debian12");
         if (!ds.ok()) return ds.status();
         const Json& status = (*ds)["status"];
         if (status.value("updatedNumberScheduled", 0) != kGpuNodeCount ||
@@ -213,7 +217,7 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
 
   absl::StatusOr<std::map<std::string, Json>> nodes = Nodes();
   ASSERT_TRUE(nodes.ok()) << nodes.status();
-  absl::StatusOr<std::map<std::string, Json>> driver_pods = OperandPods("gpuop-driver");
+  absl::StatusOr<std::map<std::string, Json>> driver_pods = OperandPods("gpuop-driver-debian12");
   ASSERT_TRUE(driver_pods.ok()) << driver_pods.status();
   for (const std::string& name : gpu_nodes_) {
     EXPECT_EQ(LabelOf((*nodes)[name], kUpgradeState), kUpgradeDone) << name;
@@ -221,7 +225,7 @@ void OperatorE2eTest::UpgradeThroughAnOperatorKill() {
     ASSERT_TRUE(driver_pods->contains(name)) << name;
     EXPECT_EQ(LabelOf((*driver_pods)[name], "controller-revision-hash"), new_revision) << name;
   }
-  absl::StatusOr<Json> ds = client_->Get(resources::kDaemonSets, ns_, "gpuop-driver");
+  absl::StatusOr<Json> ds = client_->Get(resources::kDaemonSets, ns_, "gpuop-driver-debian12");
   ASSERT_TRUE(ds.ok()) << ds.status();
   EXPECT_THAT((*ds)["spec"]["template"]["spec"]["containers"][0].value("image", ""),
               ::testing::HasSubstr(kNewDriver));

@@ -2,6 +2,7 @@
 // discover-pci` labels its Node from a fake PCI sysfs, the operator counts the node as a GPU node
 // from that label, the labels component never takes the label away again, and the operator never
 // applies over a RuntimeClass "nvidia" someone else created.
+#include <fstream>
 #include <stop_token>
 #include <thread>
 
@@ -69,12 +70,21 @@ TEST_F(DiscoveryIntegrationTest, TheAgentLabelsGpuAndCpuNodes) {
   const std::string cpu = CreateNode();
   EXPECT_FALSE(IsGpuNode(gpu));
 
+  const std::string os_release = (gpu_sysfs.path() / "os-release").string();
+  std::ofstream(os_release) << "NAME=\"Ubuntu\"\nVERSION_ID=\"24.04\"\nID=ubuntu\n";
   std::stop_source stop;
   absl::StatusOr<agent::PciNodeVerdict> verdict = agent::DiscoverAndLabel(
-      *client_, {.sysfs_root = gpu_sysfs.string(), .node_name = gpu}, stop.get_token());
+      *client_, {.sysfs_root = gpu_sysfs.string(), .os_release = os_release, .node_name = gpu},
+      stop.get_token());
   ASSERT_TRUE(verdict.ok()) << verdict.status();
   EXPECT_EQ(Labels(gpu).value("gpuop.io/gpu.present", ""), "true");
   EXPECT_EQ(Labels(gpu).value("gpuop.io/gpu.vendor", ""), "nvidia");
+  // The OS the operator picks the driver image by when NFD is not there.
+  absl::StatusOr<kube::Json> labelled = client_->Get(kube::resources::kNodes, "", gpu);
+  ASSERT_TRUE(labelled.ok());
+  absl::StatusOr<kube::Node> parsed = kube::ParseNode(*labelled);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(op::NodeOsTag(*parsed), "ubuntu24.04");
   EXPECT_TRUE(IsGpuNode(gpu)) << "the operator finds it without NFD";
 
   ASSERT_TRUE(agent::DiscoverAndLabel(

@@ -56,7 +56,12 @@ class OperatorIntegrationTest : public ::testing::Test {
     // The operator installs them too, but the test writes a policy before it may have.
     ASSERT_TRUE(op::InstallCrds(*client_, absl::Seconds(60)).ok());
     for (const std::string& name : {gpu_a_, gpu_b_}) {
-      ASSERT_TRUE(CreateNode(name, {{"feature.node.kubernetes.io/pci-10de.present", "true"}}).ok());
+      // As node-feature-discovery labels a Debian 12 GPU node: the driver image follows its OS.
+      ASSERT_TRUE(
+          CreateNode(name, {{"feature.node.kubernetes.io/pci-10de.present", "true"},
+                            {"feature.node.kubernetes.io/system-os_release.ID", "debian"},
+                            {"feature.node.kubernetes.io/system-os_release.VERSION_ID", "12"}})
+              .ok());
     }
     ASSERT_TRUE(CreateNode(cpu_, {}).ok());
   }
@@ -117,7 +122,7 @@ TEST_F(OperatorIntegrationTest, ConvergesPrunesAndReportsStatus) {
   EXPECT_FALSE(Exists(op::kGpuNodes, "", cpu_));
   ASSERT_TRUE(WaitFor("operands applied", [&] {
                 return Exists(kube::resources::kDaemonSets, ns_, "gpuop-exporter") &&
-                       Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver") &&
+                       Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver-debian12") &&
                        Exists(kube::resources::kServiceAccounts, ns_, "gpuop-health");
               }).ok());
   auto exporter = client_->Get(kube::resources::kDaemonSets, ns_, "gpuop-exporter");
@@ -170,12 +175,12 @@ TEST_F(OperatorIntegrationTest, ConvergesPrunesAndReportsStatus) {
                 return !Exists(kube::resources::kDaemonSets, ns_, "gpuop-exporter") &&
                        Label(gpu_a_, "gpuop.io/deploy.exporter").empty();
               }).ok());
-  EXPECT_TRUE(Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver"));
+  EXPECT_TRUE(Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver-debian12"));
 
   // A DaemonSet deleted by hand comes back at once.
-  ASSERT_TRUE(client_->Delete(kube::resources::kDaemonSets, ns_, "gpuop-driver").ok());
+  ASSERT_TRUE(client_->Delete(kube::resources::kDaemonSets, ns_, "gpuop-driver-debian12").ok());
   EXPECT_TRUE(WaitFor("driver DaemonSet restored", [&] {
-                return Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver");
+                return Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver-debian12");
               }).ok());
 
   // Deleting the policy removes every operand and the operator's node labels but the drivers:
@@ -185,7 +190,7 @@ TEST_F(OperatorIntegrationTest, ConvergesPrunesAndReportsStatus) {
                 return !Exists(kube::resources::kServiceAccounts, ns_, "gpuop-health") &&
                        Label(gpu_a_, "gpuop.io/managed").empty();
               }).ok());
-  EXPECT_TRUE(Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver"));
+  EXPECT_TRUE(Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver-debian12"));
   EXPECT_TRUE(Exists(kube::resources::kServiceAccounts, ns_, "gpuop-driver"));
   EXPECT_EQ(Label(gpu_a_, "gpuop.io/deploy.driver"), "true");
   replica.Stop();

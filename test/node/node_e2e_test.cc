@@ -139,8 +139,9 @@ TEST_F(NodeE2ETest, HelmInstallsTheOperator) {
         << "apiServer:\n  host: 127.0.0.1\n  port: "
         << Cluster().server().substr(Cluster().server().rfind(':') + 1) << "\n"
         << "clusterPolicy:\n  spec:\n"
+        // No osTag: the image follows the node's OS (this machine's os-release, through gpuop's
+        // discovery), so the simulated image's -debian12 tag is the one a Debian 12 node gets.
         << "    driver:\n      repository: localhost/simulated\n      version: \"570.86.15\"\n"
-        << "      osTag: debian12\n"
         << "      env:\n        - {name: GPUOP_SIMULATED_DRIVER_SCENARIO, value: "
            "h100-8x-nvswitch}\n"
         << "    components:\n      exporter:\n        port: " << (*ports)[1] << "\n";

@@ -3,9 +3,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "agent/labels/inventory.h"
 #include "hw/pci/sysfs.h"
 #include "kube/client/resource.h"
@@ -68,6 +71,31 @@ std::map<std::string, std::string> DiscoveryLabels(const PciNodeVerdict& verdict
   return labels;
 }
 
+std::map<std::string, std::string> OsReleaseLabels(const std::string& os_release_path) {
+  std::map<std::string, std::string> labels;
+  std::ifstream in(os_release_path);
+  std::string line;
+  const auto valid = [](const std::string& v) {
+    const auto alnum = [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)); };
+    if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back())) return false;
+    return std::all_of(v.begin(), v.end(),
+                       [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+  };
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq);
+    std::string value = std::string(absl::StripAsciiWhitespace(line.substr(eq + 1)));
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    if (key == "ID" && valid(value)) labels[kOsIdLabel] = value;
+    if (key == "VERSION_ID" && valid(value)) labels[kOsVersionLabel] = value;
+  }
+  return labels;
+}
+
 absl::Status LabelNode(kube::Client& client, const std::string& node_name,
                        const std::map<std::string, std::string>& labels) {
   // An apply creates what does not exist; the agent must never create a Node.
@@ -120,7 +148,9 @@ absl::StatusOr<PciNodeVerdict> DiscoverAndLabel(kube::Client& client,
       failed = absl::UnavailableError(
           absl::StrCat("no GPU found, but not every PCI device could be read", problems));
     } else {
-      failed = LabelNode(client, options.node_name, DiscoveryLabels(*verdict));
+      std::map<std::string, std::string> labels = DiscoveryLabels(*verdict);
+      if (!options.os_release.empty()) labels.merge(OsReleaseLabels(options.os_release));
+      failed = LabelNode(client, options.node_name, labels);
       if (failed.ok()) return verdict;
     }
     std::fprintf(stderr, "discover-pci: %s; retrying in %s\n", failed.ToString().c_str(),

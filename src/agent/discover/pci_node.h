@@ -67,6 +67,14 @@ PciNodeVerdict ClassifyPci(const hw::PciInventory& inventory);
 inline constexpr char kNouveauLoadedLabel[] = "gpuop.io/nouveau.loaded";
 std::map<std::string, std::string> DiscoveryLabels(const PciNodeVerdict& verdict);
 
+// The host's OS as node-feature-discovery labels it (its system-os_release.ID and VERSION_ID),
+// under gpuop's keys: the operator picks the driver image for the node's OS from these when NFD
+// is not there. Read from an os-release file (KEY=value lines, values optionally quoted); a
+// value that cannot be a label value is left out, as is everything when the file cannot be read.
+inline constexpr char kOsIdLabel[] = "gpuop.io/os-release.ID";
+inline constexpr char kOsVersionLabel[] = "gpuop.io/os-release.VERSION_ID";
+std::map<std::string, std::string> OsReleaseLabels(const std::string& os_release_path);
+
 // Writes `labels` on Node `node_name` with server-side apply as kDiscoveryFieldManager (force:
 // the hardware is the truth for these keys). A manager of its own, so that the labels
 // component, which applies the same keys from the drivers, never removes what discovery set when
@@ -78,6 +86,8 @@ inline constexpr char kDiscoveryFieldManager[] = "gpuop-agent-discovery";
 
 struct DiscoveryOptions {
   std::string sysfs_root = "/sys";
+  // The host's os-release (OsReleaseLabels); "" for none.
+  std::string os_release;
   std::string node_name;
   // Between failed attempts (an inconclusive scan, the API server unreachable), doubling.
   absl::Duration retry_initial = absl::Seconds(1);

@@ -1,6 +1,7 @@
 #include "agent/discover/pci_node.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -201,6 +202,28 @@ TEST(PciNodeTest, ANodeWithoutAPciBusHasNoPciGpusButAMissingSysfsIsAnError) {
       << "an empty --sysfs-root is a missing mount, not a CPU node";
   EXPECT_EQ(ScanPciNode((empty.path() / "nonexistent").string()).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gpuop::agent
+
+namespace gpuop::agent {
+namespace {
+
+TEST(OsReleaseTest, IdAndVersionIdBecomeLabels) {
+  fakes::TempDir dir;
+  const std::string path = (dir.path() / "os-release").string();
+  std::ofstream(path)
+      << "PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\n"
+         "ID=ubuntu\nID_LIKE=debian\n";
+  EXPECT_EQ(OsReleaseLabels(path),
+            (std::map<std::string, std::string>{{"gpuop.io/os-release.ID", "ubuntu"},
+                                                {"gpuop.io/os-release.VERSION_ID", "22.04"}}));
+  std::ofstream(path) << "ID='rhel'\nVERSION_ID=\"9.4\"\n";
+  EXPECT_EQ(OsReleaseLabels(path).at("gpuop.io/os-release.ID"), "rhel");
+  std::ofstream(path) << "ID=\"not a label value\"\nVERSION_ID=\n";
+  EXPECT_TRUE(OsReleaseLabels(path).empty());
+  EXPECT_TRUE(OsReleaseLabels((dir.path() / "missing").string()).empty());
 }
 
 }  // namespace

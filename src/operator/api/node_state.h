@@ -15,6 +15,10 @@ inline constexpr char kUpgradeMessageAnnotation[] = "gpuop.io/driver-upgrade-mes
 // node labelling writes it instead of switching the label, and the upgrade switches the label in
 // its pod-restart-required step, once the node is drained and gpuop's GPU clients are stopped.
 inline constexpr char kDriverPoolTargetAnnotation[] = "gpuop.io/driver-pool-target";
+// The same for gpuop.io/driver.os (the driver image's OS and kernel): the value it is to move to,
+// kNoDriverOs when the label is to go (a policy that switched to a fixed driver.osTag).
+inline constexpr char kDriverOsTargetAnnotation[] = "gpuop.io/driver-os-target";
+inline constexpr char kNoDriverOs[] = "-";
 // Why the node's running driver is to leave it ("driver-disabled": spec.components.driver is
 // off; "operands-disabled": gpuop.io/deploy.operands=false; "node-deselected": the node left the
 // policy's nodeSelector or is no GPU node any more). Node labelling writes it instead of taking

@@ -249,11 +249,6 @@ absl::Status ReadDriver(const Reader& r, DriverSpec& d) {
   }
   GPUOP_RETURN_IF_ERROR(r.String("version", d.version));
   GPUOP_RETURN_IF_ERROR(r.Bool("usePrecompiled", d.use_precompiled));
-  if (d.use_precompiled) {
-    return r.Error("usePrecompiled",
-                   "precompiled driver containers are not supported yet; leave it false (the "
-                   "driver container builds the kernel modules on the node)");
-  }
   GPUOP_RETURN_IF_ERROR(r.String("kernelModuleType", d.kernel_module_type));
   GPUOP_RETURN_IF_ERROR(r.String("osTag", d.os_tag));
   if (d.enabled && d.version.empty()) {

@@ -46,7 +46,9 @@ struct ResourceRequirements {
 };
 
 // The driver container, in the field names of NVIDIA's ClusterPolicy `driver`. Its image is
-// <repository>/<image>:<version>-<osTag>.
+// <repository>/<image>:<version>-<os>, where <os> is osTag or, without one, each node's OS from
+// its os-release (one DaemonSet per OS, as NVIDIA's operator does); precompiled images are
+// <repository>/<image>:<branch>-<kernel>-<os>, one DaemonSet per kernel and OS.
 struct DriverSpec {
   bool enabled = true;
   std::string repository = "nvcr.io/nvidia";
@@ -54,7 +56,7 @@ struct DriverSpec {
   std::string version;
   bool use_precompiled = false;
   std::string kernel_module_type = "auto";
-  std::string os_tag = "ubuntu22.04";
+  std::string os_tag;  // "": from each node's os-release
   // Set in the driver container, after (and overriding by name) the variables gpuop sets.
   std::vector<EnvVar> env;
   // Replace the driver container's arguments ("init") when not empty.
@@ -62,6 +64,12 @@ struct DriverSpec {
   // Replace the driver container's resources when set.
   std::optional<ResourceRequirements> resources;
 };
+
+// Whether the driver image depends on the node: no fixed osTag (the OS comes from each node's
+// os-release), or precompiled drivers (one image per kernel).
+inline bool DriverPerNode(const DriverSpec& driver) {
+  return driver.os_tag.empty() || driver.use_precompiled;
+}
 
 // Where the components reach the API server, instead of the `kubernetes` Service the kubelet
 // hands every container (KUBERNETES_SERVICE_HOST/PORT): for clusters without kube-proxy, or

@@ -130,8 +130,8 @@ TEST(PolicyTest, ReadsTheDriverContainerSettings) {
 TEST(PolicyTest, BadNetworkAndDriverSettingsNameTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"hostNetwork": "yes"})", "spec.hostNetwork: must be true or false"},
-      {R"({"driver": {"version": "570.86.15", "usePrecompiled": true}})",
-       "spec.driver.usePrecompiled: precompiled driver containers are not supported yet"},
+      {R"({"driver": {"version": "570.86.15", "usePrecompiled": "yes"}})",
+       "spec.driver.usePrecompiled: must be true or false"},
       {R"({"apiServer": "127.0.0.1:6443"})",
        "spec.apiServer: must be an object with host and port"},
       {R"({"apiServer": {"port": 6443}})", "spec.apiServer.host: is required"},

@@ -46,7 +46,11 @@ OperatorCache::OperatorCache(kube::Client& client, const std::string& ns) {
         if (!node.ok()) return node.status();
         std::vector<std::string> owned = OwnedLabelKeys(object, kFieldManager);
         std::erase_if(owned, [](const std::string& key) { return !IsNodeLabellingKey(key); });
-        return NodeEntry{.node = *std::move(node), .owned_labels = std::move(owned)};
+        return NodeEntry{.node = *std::move(node),
+                         .owned_labels = std::move(owned),
+                         .kernel_version = common::JsonString(
+                             common::JsonField(common::JsonField(object, "status"), "nodeInfo"),
+                             "kernelVersion")};
       });
   nodes_->AddIndex("gpu", [](const NodeEntry& e) {
     return IsGpuNode(e.node) ? std::vector<std::string>{"true"} : std::vector<std::string>{};

@@ -26,6 +26,8 @@ struct NodeEntry {
   // Node labelling's keys (IsNodeLabellingKey) the operator's field manager owns, from
   // managedFields. Not the upgrade and remediation state labels, which it owns too.
   std::vector<std::string> owned_labels;
+  // status.nodeInfo.kernelVersion, as the kubelet reports `uname -r`.
+  std::string kernel_version;
 };
 
 // A policy or pool that failed to parse is kept with its error, so status can say why.

@@ -75,8 +75,8 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
   const PolicySpec* spec = policy.has_value() ? &policy->spec : nullptr;
   bool driver_pod = false;
   for (const auto& pod : cache_.PodsOn(node_name)) driver_pod |= pod->component == "driver";
-  const NodeLabelChange change =
-      DesiredNodeLabels(entry->node, entry->owned_labels, spec, pool, conflicted, driver_pod);
+  const NodeLabelChange change = DesiredNodeLabels(entry->node, entry->owned_labels, spec, pool,
+                                                   conflicted, driver_pod, entry->kernel_version);
   if (change.needed) {
     kube::Json labels = kube::Json::object();
     for (const auto& key : entry->owned_labels) labels[key] = nullptr;  // dropped unless desired
@@ -88,6 +88,7 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
       }
     };
     annotate(kDriverPoolTargetAnnotation, change.pool_target);
+    annotate(kDriverOsTargetAnnotation, change.os_target);
     annotate(kDriverRemovalAnnotation, change.driver_removal);
     GPUOP_RETURN_IF_ERROR(client_
                               .Patch(kube::resources::kNodes, "", node_name,

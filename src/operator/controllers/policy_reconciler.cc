@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "operator/api/node_state.h"
 #include "operator/api/resources.h"
 #include "operator/operands/policy_status.h"
 #include "operator/operands/pool_status.h"
@@ -32,6 +33,28 @@ ApplyReport PolicyReconciler::last_report() const {
   return last_report_;
 }
 
+std::map<std::string, std::set<std::string>> PolicyReconciler::DriverOsInUse() const {
+  std::map<std::string, std::set<std::string>> out;
+  const auto add = [&](absl::string_view pool, absl::string_view os) {
+    if (os.empty() || os == kNoDriverOs) return;
+    out[pool.empty() || pool == "default" ? "" : std::string(pool)].insert(std::string(os));
+  };
+  for (const auto& entry : cache_.nodes().store().List()) {
+    const kube::Labels& labels = entry->node.metadata.labels;
+    const kube::Labels& annotations = entry->node.metadata.annotations;
+    const absl::string_view pool = labels.Get(kDriverPoolLabel).value_or("");
+    const absl::string_view os = labels.Get(kDriverOsLabel).value_or("");
+    add(pool, os);
+    const std::optional<absl::string_view> target_pool =
+        annotations.Get(kDriverPoolTargetAnnotation);
+    const std::optional<absl::string_view> target_os = annotations.Get(kDriverOsTargetAnnotation);
+    if (target_pool.has_value() || target_os.has_value()) {
+      add(target_pool.value_or(pool), target_os.value_or(os));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key) {
   if (key != kPolicyName) return kube::Result{};  // the CRD admits only "default"
   const absl::Time now = options_.clock->Now();
@@ -47,12 +70,14 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
     run = entry->policy.ok() ? &*entry->policy
                              : (entry->last_good.has_value() ? &*entry->last_good : nullptr);
   }
+  const std::map<std::string, std::set<std::string>> driver_os = DriverOsInUse();
   if (run != nullptr) {
     absl::StatusOr<std::vector<nlohmann::json>> rendered = RenderOperands({.policy = run->spec,
                                                                            .pools = pools,
                                                                            .ns = options_.ns,
                                                                            .policy_name = run->name,
-                                                                           .policy_uid = run->uid});
+                                                                           .policy_uid = run->uid,
+                                                                           .driver_os = driver_os});
     if (rendered.ok()) {
       desired = *std::move(rendered);
     } else {
@@ -89,7 +114,7 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
         }
         if (auto pool = labels.Get(kDriverPoolLabel); pool.has_value()) {
           driver_sets_in_use->insert(
-              DriverDaemonSetName(*pool == "default" ? "" : std::string(*pool)));
+              DriverDaemonSetOfLabels(*pool, labels.Get(kDriverOsLabel).value_or("")));
         }
       }
     }
@@ -180,6 +205,7 @@ absl::Status PolicyReconciler::WritePolicyStatus(const PolicyEntry& entry,
   PolicyStatusInput in{
       .generation = entry.generation,
       .pools = pools,
+      .driver_os = DriverOsInUse(),
       .daemon_sets = cache_.daemon_sets().store().List(),
       .pods = cache_.pods().store().List(),
       .nodes = cache_.nodes().store().List(),

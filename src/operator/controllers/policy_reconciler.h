@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class PolicyReconciler {
   absl::Status WritePolicyStatus(const PolicyEntry& entry, const absl::Status& invalid,
                                  const std::vector<NodePool>& pools, absl::Time now);
   absl::Status WritePoolStatuses(const std::vector<NodePool>& pools, absl::Time now);
+  // The gpuop.io/driver.os values of the nodes per driver pool ("" for the policy's), with the
+  // values nodes are moving to (gpuop.io/driver-pool-target, gpuop.io/driver-os-target).
+  std::map<std::string, std::set<std::string>> DriverOsInUse() const;
   void RecordReady(const PolicyEntry& entry, const nlohmann::json& status);
 
   kube::Client& client_;

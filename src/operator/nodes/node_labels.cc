@@ -127,9 +127,40 @@ PoolAssignment AssignPools(const std::vector<const kube::Node*>& gpu_nodes,
 
 std::string TimeSlicingConfigName(const std::string& pool) { return absl::StrCat("pool-", pool); }
 
+std::optional<std::string> NodeOsTag(const kube::Node& node) {
+  for (const auto& [id_key, version_key] : {std::pair{kNfdOsIdLabel, kNfdOsVersionLabel},
+                                            std::pair{kAgentOsIdLabel, kAgentOsVersionLabel}}) {
+    std::optional<absl::string_view> id = node.metadata.labels.Get(id_key);
+    std::optional<absl::string_view> version = node.metadata.labels.Get(version_key);
+    if (id.has_value() && version.has_value() && !id->empty() && !version->empty()) {
+      return absl::StrCat(*id, *version);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> NodeDriverOs(const kube::Node& node, const DriverSpec& driver,
+                                        absl::string_view kernel_version) {
+  std::optional<std::string> os =
+      driver.os_tag.empty() ? NodeOsTag(node) : std::optional<std::string>(driver.os_tag);
+  if (!os.has_value()) return std::nullopt;
+  std::string value = *os;
+  if (driver.use_precompiled) {
+    if (kernel_version.empty()) return std::nullopt;
+    value = absl::StrCat(kernel_version, "-", *os);
+  }
+  // A label value: at most 63 of [A-Za-z0-9-_.], alphanumeric at both ends.
+  const auto alnum = [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)); };
+  if (value.size() > 63 || !alnum(value.front()) || !alnum(value.back())) return std::nullopt;
+  for (char c : value) {
+    if (!alnum(c) && c != '-' && c != '_' && c != '.') return std::nullopt;
+  }
+  return value;
+}
+
 NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std::string>& owned,
                                   const PolicySpec* policy, const NodePool* pool, bool conflicted,
-                                  bool driver_pod_on_node) {
+                                  bool driver_pod_on_node, absl::string_view kernel_version) {
   NodeLabelChange change;
   std::map<std::string, std::string>& want = change.desired;
   bool managed = policy != nullptr && IsGpuNode(node);
@@ -148,8 +179,8 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   std::optional<std::string> removal;
   const auto keep_running_driver = [&](const char* reason) {
     want[driver_key] = "true";
-    if (auto now = current(kDriverPoolLabel); now.has_value() && is_owned(kDriverPoolLabel)) {
-      want[kDriverPoolLabel] = std::string(*now);
+    for (const char* key : {kDriverPoolLabel, kDriverOsLabel}) {
+      if (auto now = current(key); now.has_value() && is_owned(key)) want[key] = std::string(*now);
     }
     removal = reason;
   };
@@ -204,13 +235,30 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
       }
       mig_layout = pool->mig_layout;
     }
-    if (!removal.has_value()) pool_label(kDriverPoolLabel, driver_pool);
-    // A running driver moves to another pool's DaemonSet through the upgrade, not at once.
-    if (auto now = current(kDriverPoolLabel);
-        !conflicted && !removal.has_value() && now.has_value() && is_owned(kDriverPoolLabel) &&
-        driver_pod_on_node && want[kDriverPoolLabel] != *now) {
-      change.pool_target = want[kDriverPoolLabel];
-      want[kDriverPoolLabel] = std::string(*now);
+    if (!removal.has_value()) {
+      pool_label(kDriverPoolLabel, driver_pool);
+      if (policy->Enabled(Component::kDriver) && DriverPerNode(policy->driver)) {
+        pool_label(kDriverOsLabel, NodeDriverOs(node, policy->driver, kernel_version));
+      }
+    }
+    // A running driver moves to another DaemonSet (another pool's, another OS's or kernel's)
+    // through the upgrade, not at once. A driver.os label that is absent or to go is "-".
+    if (!conflicted && !removal.has_value() && driver_pod_on_node) {
+      for (const char* key : {kDriverPoolLabel, kDriverOsLabel}) {
+        const bool os = key == std::string_view(kDriverOsLabel);
+        std::optional<absl::string_view> now = current(key);
+        if (now.has_value() && !is_owned(key)) continue;
+        if (!now.has_value() && !os) continue;
+        const std::string from = now.has_value() ? std::string(*now) : kNoDriverOs;
+        const std::string to = want.contains(key) ? want[key] : kNoDriverOs;
+        if (from == to) continue;
+        (os ? change.os_target : change.pool_target) = to;
+        if (now.has_value()) {
+          want[key] = from;
+        } else {
+          want.erase(key);
+        }
+      }
     }
     pool_label(kDevicePluginConfigLabel, plugin_config);
     pool_label(kMigConfigLabel, mig_layout);
@@ -219,8 +267,8 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   } else if (policy == nullptr) {
     // No policy: the driver keeps running where it runs (its DaemonSet stays, see the policy
     // reconciler), so the labels that select it stay too.
-    for (const std::string& key :
-         {absl::StrCat(kDeployLabelPrefix, "driver"), std::string(kDriverPoolLabel)}) {
+    for (const std::string& key : {absl::StrCat(kDeployLabelPrefix, "driver"),
+                                   std::string(kDriverPoolLabel), std::string(kDriverOsLabel)}) {
       if (auto now = current(key); now.has_value() && is_owned(key)) want[key] = std::string(*now);
     }
   }
@@ -236,14 +284,14 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
   if (change.driver_removal.has_value() && *change.driver_removal != removal_now.value_or("")) {
     change.needed = true;
   }
-  const std::optional<absl::string_view> target =
-      node.metadata.annotations.Get(kDriverPoolTargetAnnotation);
-  if (!change.pool_target.has_value() && target.has_value()) change.pool_target = "";
-  if (change.pool_target.has_value() &&
-      change.pool_target != (target.has_value() ? std::optional<std::string>(*target)
-                                                : std::optional<std::string>(""))) {
-    change.needed = true;
-  }
+  // A target nobody wants any more goes.
+  const auto settle = [&](const char* annotation, std::optional<std::string>& wanted) {
+    const std::optional<absl::string_view> now = node.metadata.annotations.Get(annotation);
+    if (!wanted.has_value() && now.has_value()) wanted = "";
+    if (wanted.has_value() && *wanted != now.value_or("")) change.needed = true;
+  };
+  settle(kDriverPoolTargetAnnotation, change.pool_target);
+  settle(kDriverOsTargetAnnotation, change.os_target);
   for (const auto& [k, v] : want) {
     auto now = current(k);
     if (!now.has_value() || *now != v || !is_owned(k)) change.needed = true;
@@ -256,7 +304,8 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
 
 bool IsNodeLabellingKey(absl::string_view key) {
   return key == kManagedLabel || absl::StartsWith(key, kDeployLabelPrefix) ||
-         key == kDriverPoolLabel || key == kDevicePluginConfigLabel || key == kMigConfigLabel;
+         key == kDriverPoolLabel || key == kDriverOsLabel || key == kDevicePluginConfigLabel ||
+         key == kMigConfigLabel;
 }
 
 std::vector<std::string> OwnedLabelKeys(const nlohmann::json& object, const std::string& manager) {

@@ -37,6 +37,13 @@ inline constexpr char kGfdGpuPresentLabel[] = "nvidia.com/gpu.present";
 inline constexpr char kDriverPreinstalledLabel[] = "gpuop.io/driver.preinstalled";
 // gpuop's discovery found the nouveau module holding NVIDIA GPUs.
 inline constexpr char kNouveauLoadedLabel[] = "gpuop.io/nouveau.loaded";
+// The node's OS as node-feature-discovery labels it (os-release ID and VERSION_ID), and as
+// gpuop's discovery does from the host's /etc/os-release when NFD is not there.
+inline constexpr char kNfdOsIdLabel[] = "feature.node.kubernetes.io/system-os_release.ID";
+inline constexpr char kNfdOsVersionLabel[] =
+    "feature.node.kubernetes.io/system-os_release.VERSION_ID";
+inline constexpr char kAgentOsIdLabel[] = "gpuop.io/os-release.ID";
+inline constexpr char kAgentOsVersionLabel[] = "gpuop.io/os-release.VERSION_ID";
 // "false" takes every component off the node.
 inline constexpr char kDeployOperandsLabel[] = "gpuop.io/deploy.operands";
 // The value of gpuop.io/deploy.driver on nodes whose host has its own driver.
@@ -86,12 +93,25 @@ PoolAssignment AssignPools(const std::vector<const kube::Node*>& gpu_nodes,
 // The time-slicing configuration name the operator generates for a pool.
 std::string TimeSlicingConfigName(const std::string& pool);
 
+// The node's OS as NVIDIA tags driver images: os-release ID and VERSION_ID joined
+// ("ubuntu22.04", "rhel9.4"), from NFD's labels or else gpuop's; nullopt when neither has both.
+std::optional<std::string> NodeOsTag(const kube::Node& node);
+
+// The gpuop.io/driver.os value of a node under `driver` (render.h DriverPerNode): its OS
+// (driver.osTag, or NodeOsTag), with precompiled drivers `kernel_version` (the kubelet's
+// nodeInfo.kernelVersion) before it. nullopt when something is unknown or the value cannot be a
+// label value: no driver DaemonSet selects the node then.
+std::optional<std::string> NodeDriverOs(const kube::Node& node, const DriverSpec& driver,
+                                        absl::string_view kernel_version);
+
 // The labels the operator wants on a node, and the ones of its own to take off.
 struct NodeLabelChange {
   std::map<std::string, std::string> desired;  // the operator's labels, as they should be
   // gpuop.io/driver-pool-target to write with them: a value sets it, "" removes it, nullopt
   // leaves it (node_state.h).
   std::optional<std::string> pool_target;
+  // gpuop.io/driver-os-target, the same way ("-": the driver.os label is to go).
+  std::optional<std::string> os_target;
   // gpuop.io/driver-removal to write, the same way: the reason the running driver is to leave
   // the node; "" when it stays (written only while the driver is still deployed: once the
   // upgrade has switched gpuop.io/deploy.driver off, the annotation is the upgrade's).
@@ -107,10 +127,12 @@ struct NodeLabelChange {
 //     while `driver_pod_on_node`: a driver gpuop's container loaded is not the host's, and
 //     taking its pod away would leave the node with none);
 //   gpuop.io/driver.pool, nvidia.com/device-plugin.config and nvidia.com/mig.config from the
-//     node's pool. A node in conflict keeps the values it has. A node whose driver pod runs
-//     keeps its gpuop.io/driver.pool when its pool changes: the new pool goes into
+//     node's pool; gpuop.io/driver.os (NodeDriverOs) while the driver image depends on the node. A
+//     node in conflict keeps the values it has. A node whose driver pod runs keeps its
+//     gpuop.io/driver.pool when its pool changes: the new pool goes into
 //     gpuop.io/driver-pool-target, and the driver upgrade moves the node (switching the label
-//     would make the DaemonSet controller kill the driver under the node's workloads).
+//     would make the DaemonSet controller kill the driver under the node's workloads); so does a
+//     node whose gpuop.io/driver.os changes (gpuop.io/driver-os-target).
 // A node whose driver pod runs (gpuop.io/deploy.driver=true, `driver_pod_on_node`) keeps that
 // label and gpuop.io/driver.pool when the driver is to leave it (spec.components.driver off,
 // gpuop.io/deploy.operands=false, the node no longer admitted by the policy): the reason goes
@@ -122,7 +144,8 @@ struct NodeLabelChange {
 // key that is no longer desired makes the change needed (applying without it removes it).
 NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std::string>& owned,
                                   const PolicySpec* policy, const NodePool* pool, bool conflicted,
-                                  bool driver_pod_on_node = false);
+                                  bool driver_pod_on_node = false,
+                                  absl::string_view kernel_version = "");
 
 // Whether DesiredNodeLabels decides `key`: gpuop.io/managed, gpuop.io/deploy.<component> and the
 // pool-derived labels. The operator writes other labels as the same field manager (the upgrade

@@ -317,6 +317,68 @@ TEST(NodeLabelsTest, ARunningDriverLeavesThroughTheUpgradeNotAtOnce) {
   EXPECT_EQ(c.driver_removal, std::nullopt);
 }
 
+TEST(NodeLabelsTest, TheDriverImageFollowsTheNodesOsAndKernel) {
+  const kube::Node nfd =
+      NodeWith({{kNfdNvidiaLabel, "true"},
+                {"feature.node.kubernetes.io/system-os_release.ID", "rhel"},
+                {"feature.node.kubernetes.io/system-os_release.VERSION_ID", "9.4"},
+                {"gpuop.io/os-release.ID", "ubuntu"},
+                {"gpuop.io/os-release.VERSION_ID", "22.04"}});
+  EXPECT_EQ(NodeOsTag(nfd), "rhel9.4") << "NFD's labels first";
+  const kube::Node own =
+      NodeWith({{"gpuop.io/os-release.ID", "ubuntu"}, {"gpuop.io/os-release.VERSION_ID", "22.04"}});
+  EXPECT_EQ(NodeOsTag(own), "ubuntu22.04");
+  EXPECT_EQ(NodeOsTag(NodeWith({{"gpuop.io/os-release.ID", "ubuntu"}})), std::nullopt);
+
+  DriverSpec driver;
+  EXPECT_EQ(NodeDriverOs(own, driver, "5.15.0-1043-azure"), "ubuntu22.04");
+  driver.use_precompiled = true;
+  EXPECT_EQ(NodeDriverOs(own, driver, "5.15.0-1043-azure"), "5.15.0-1043-azure-ubuntu22.04");
+  EXPECT_EQ(NodeDriverOs(own, driver, ""), std::nullopt) << "no kernel known";
+  EXPECT_EQ(NodeDriverOs(own, driver, "6.1.0+rt"), std::nullopt) << "not a label value";
+  driver.os_tag = "ubuntu24.04";  // fixed OS, precompiled: per kernel only
+  EXPECT_EQ(NodeDriverOs(own, driver, "6.8.0-1015-aws"), "6.8.0-1015-aws-ubuntu24.04");
+
+  PolicySpec policy = Policy();
+  NodeLabelChange c = DesiredNodeLabels(nfd, {}, &policy, nullptr, false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.os", "rhel9.4")));
+  policy.driver.os_tag = "ubuntu22.04";
+  c = DesiredNodeLabels(nfd, {}, &policy, nullptr, false);
+  EXPECT_FALSE(c.desired.contains("gpuop.io/driver.os")) << "one image for every node";
+}
+
+TEST(NodeLabelsTest, ARunningDriverMovesToItsNewOsThroughTheUpgrade) {
+  const PolicySpec policy = Policy();
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"},
+                                    {"gpuop.io/os-release.ID", "ubuntu"},
+                                    {"gpuop.io/os-release.VERSION_ID", "24.04"},
+                                    {"gpuop.io/driver.pool", "default"},
+                                    {"gpuop.io/driver.os", "ubuntu22.04"}});
+  const std::vector<std::string> owned = {"gpuop.io/driver.pool", "gpuop.io/driver.os"};
+  NodeLabelChange c = DesiredNodeLabels(node, owned, &policy, nullptr, false, true);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.os", "ubuntu22.04")));
+  EXPECT_EQ(c.os_target, "ubuntu24.04");
+  EXPECT_EQ(c.pool_target, std::nullopt);
+  // A driver that ran before the image followed the OS (no driver.os yet) moves too.
+  const kube::Node unlabelled = NodeWith({{kNfdNvidiaLabel, "true"},
+                                          {"gpuop.io/os-release.ID", "ubuntu"},
+                                          {"gpuop.io/os-release.VERSION_ID", "22.04"},
+                                          {"gpuop.io/driver.pool", "default"}});
+  c = DesiredNodeLabels(unlabelled, {"gpuop.io/driver.pool"}, &policy, nullptr, false, true);
+  EXPECT_FALSE(c.desired.contains("gpuop.io/driver.os"));
+  EXPECT_EQ(c.os_target, "ubuntu22.04");
+  // And back to one image for all: the label is to go.
+  PolicySpec fixed = Policy();
+  fixed.driver.os_tag = "ubuntu22.04";
+  c = DesiredNodeLabels(node, owned, &fixed, nullptr, false, true);
+  EXPECT_EQ(c.os_target, "-");
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.os", "ubuntu22.04")));
+  // Without a driver pod the label changes at once.
+  c = DesiredNodeLabels(node, owned, &policy, nullptr, false, false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.os", "ubuntu24.04")));
+  EXPECT_EQ(c.os_target, std::nullopt);
+}
+
 TEST(NodeLabelsTest, OverlappingPoolsAreAConflictAndTheNodeKeepsItsConfiguration) {
   const kube::Node a = NodeWith({{kNfdNvidiaLabel, "true"}, {"zone", "x"}, {"pool", "h100"}}, "a");
   const kube::Node b = NodeWith({{kNfdNvidiaLabel, "true"}, {"zone", "y"}, {"pool", "h100"}}, "b");

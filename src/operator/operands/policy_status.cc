@@ -36,7 +36,8 @@ struct ComponentRollout {
 
 ComponentRollout Rollout(Component component, const PolicyStatusInput& in) {
   ComponentRollout r{.name = ComponentName(component)};
-  for (const std::string& ds_name : ComponentDaemonSets(component, in.pools)) {
+  const PolicySpec spec = in.spec.ok() ? *in.spec : PolicySpec{};
+  for (const std::string& ds_name : ComponentDaemonSets(component, spec, in.pools, in.driver_os)) {
     const auto ds = std::find_if(in.daemon_sets.begin(), in.daemon_sets.end(),
                                  [&](const auto& d) { return d->metadata.name == ds_name; });
     if (ds == in.daemon_sets.end()) {
@@ -63,16 +64,12 @@ ComponentRollout Rollout(Component component, const PolicyStatusInput& in) {
 
 }  // namespace
 
-std::vector<std::string> ComponentDaemonSets(Component component,
-                                             const std::vector<NodePool>& pools) {
-  const std::string base = absl::StrCat("gpuop-", ComponentName(component));
-  if (component != Component::kDriver) return {base};
-  std::vector<std::string> names = {DriverDaemonSetName("")};
-  for (const NodePool& pool : pools) {
-    if (pool.driver_version.has_value() || pool.driver_repository.has_value()) {
-      names.push_back(DriverDaemonSetName(pool.name));
-    }
-  }
+std::vector<std::string> ComponentDaemonSets(
+    Component component, const PolicySpec& spec, const std::vector<NodePool>& pools,
+    const std::map<std::string, std::set<std::string>>& driver_os) {
+  if (component != Component::kDriver) return {absl::StrCat("gpuop-", ComponentName(component))};
+  std::vector<std::string> names;
+  for (const DriverSet& set : DriverSets(spec, pools, driver_os)) names.push_back(set.name);
   return names;
 }
 

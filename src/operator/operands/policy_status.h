@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct PolicyStatusInput {
   // The spec as parsed, or why it could not be (then nothing is applied or pruned).
   absl::StatusOr<PolicySpec> spec = absl::UnknownError("unset");
   std::vector<NodePool> pools;
+  // The nodes' gpuop.io/driver.os values per driver pool (RenderInput::driver_os).
+  std::map<std::string, std::set<std::string>> driver_os;
   // The last sync's failures ("apply DaemonSet gpuop-system/gpuop-exporter: ...").
   std::vector<std::string> apply_errors;
   std::vector<std::shared_ptr<const kube::DaemonSet>> daemon_sets;  // the operator's namespace
@@ -59,10 +62,12 @@ void SetCondition(nlohmann::json& conditions, const nlohmann::json& previous,
                   const std::string& type, bool status, const std::string& reason,
                   const std::string& message, int64_t generation, absl::Time now);
 
-// The DaemonSets of `component`: gpuop-<component>, and for the driver one per
-// pool that sets its own driver version.
-std::vector<std::string> ComponentDaemonSets(Component component,
-                                             const std::vector<NodePool>& pools);
+// The DaemonSets of `component`: gpuop-<component>, and for the driver those DriverSets names
+// (one per pool that sets its own driver, and per OS and kernel when the image depends on the
+// node).
+std::vector<std::string> ComponentDaemonSets(
+    Component component, const PolicySpec& spec, const std::vector<NodePool>& pools,
+    const std::map<std::string, std::set<std::string>>& driver_os);
 
 }  // namespace gpuop::op
 

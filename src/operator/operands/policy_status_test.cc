@@ -125,8 +125,9 @@ TEST(PolicyStatusTest, OutdatedDriverPodsAreADriverUpgradeInProgress) {
   spec.driver.enabled = true;
   spec.driver.version = "570.86.15";
   PolicyStatusInput in{.generation = 2, .spec = spec, .now = kNow};
+  in.driver_os = {{"", {"ubuntu22.04"}}};  // both nodes' gpuop.io/driver.os
   in.nodes = {GpuNode("a", {{kUpgradeStateLabel, "drain-required"}}), GpuNode("b")};
-  in.daemon_sets = {Ds("gpuop-driver", 2, 2, 1), Ds("gpuop-device-plugin", 2, 2, 2),
+  in.daemon_sets = {Ds("gpuop-driver-ubuntu22.04", 2, 2, 1), Ds("gpuop-device-plugin", 2, 2, 2),
                     Ds("gpuop-exporter", 2, 2, 2)};
   const nlohmann::json status = ComputePolicyStatus(in);
   const nlohmann::json& progressing = *Condition(status, "Progressing");
@@ -176,10 +177,17 @@ TEST(PolicyStatusTest, UnchangedConditionsKeepTheirTransitionTime) {
 TEST(PolicyStatusTest, DriverDaemonSetsIncludeEveryPoolWithItsOwnDriver) {
   NodePool a{.name = "a100", .driver_version = "550.1"};
   NodePool b{.name = "mig-only", .mig_layout = "all-1g.10gb"};
-  EXPECT_EQ(ComponentDaemonSets(Component::kDriver, {a, b}),
-            (std::vector<std::string>{DriverDaemonSetName(""), DriverDaemonSetName("a100")}));
-  EXPECT_EQ(ComponentDaemonSets(Component::kExporter, {a, b}),
+  PolicySpec fixed;
+  fixed.driver.os_tag = "ubuntu22.04";
+  EXPECT_EQ(ComponentDaemonSets(Component::kDriver, fixed, {a, b}, {}),
+            (std::vector<std::string>{"gpuop-driver", "gpuop-driver-a100"}));
+  EXPECT_EQ(ComponentDaemonSets(Component::kExporter, fixed, {a, b}, {}),
             std::vector<std::string>{"gpuop-exporter"});
+  // Without osTag, one per OS its nodes run; a pool without nodes has none.
+  const PolicySpec per_os;
+  EXPECT_EQ(ComponentDaemonSets(Component::kDriver, per_os, {a, b},
+                                {{"", {"rhel9.4", "ubuntu22.04"}}, {"mig-only", {"ubuntu22.04"}}}),
+            (std::vector<std::string>{"gpuop-driver-rhel9.4", "gpuop-driver-ubuntu22.04"}));
 }
 
 }  // namespace

@@ -47,8 +47,10 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       // Reads PCI sysfs only (world-readable files), labels its Node and waits to be removed:
       // once the label is there the affinity no longer matches and the DaemonSet controller
       // deletes the pod, so known nodes run nothing of it.
-      s.command = Agent({"discover-pci", "--sysfs-root=/host/sys", "--label-node"});
-      s.mounts = {kHostSys};
+      s.command = Agent({"discover-pci", "--sysfs-root=/host/sys",
+                         "--os-release=/host/etc/os-release", "--label-node"});
+      s.mounts = {kHostSys,
+                  {"host-os-release", "/etc/os-release", "/host/etc/os-release", true, "File"}};
       s.rules = {{{""}, {"nodes"}, {"get", "patch"}}};
       s.run_as_user = 65532;
       s.deploy_label = false;
@@ -172,11 +174,19 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
   return s;
 }
 
+std::vector<Rule> DriverRules() { return {{{""}, {"nodes"}, {"get", "patch"}}}; }
+
 ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
-                            const std::string& repository, const std::string& version) {
+                            const std::string& repository, const std::string& version,
+                            const std::string& os) {
   const DriverSpec& d = policy.driver;
+  std::string tag = absl::StrCat(version, "-", d.os_tag);
+  if (!os.empty()) {
+    const std::string branch = d.use_precompiled ? version.substr(0, version.find('.')) : version;
+    tag = absl::StrCat(branch, "-", os);
+  }
   ComponentSpec s{.component = Component::kDriver,
-                  .image = absl::StrCat(repository, "/", d.image, ":", version, "-", d.os_tag)};
+                  .image = absl::StrCat(repository, "/", d.image, ":", tag)};
   // NVIDIA's driver container: driver.args replace "init", as in NVIDIA's ClusterPolicy.
   s.command = {"nvidia-driver"};
   s.args = d.args.empty() ? std::vector<std::string>{"init"} : d.args;
@@ -221,8 +231,9 @@ ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
   // A pod started outside the upgrade (deleted by hand, a node relabelled) over a loaded driver
   // waits for the node to be drained before it loads (safe_load.h).
   s.safe_load = true;
-  s.rules = {{{""}, {"nodes"}, {"get", "patch"}}};
+  s.rules = DriverRules();
   s.extra_node_selector = {{"gpuop.io/driver.pool", pool.empty() ? "default" : pool}};
+  if (!os.empty()) s.extra_node_selector["gpuop.io/driver.os"] = os;
   // Never two driver pods on one node: when a node moves to another pool's DaemonSet, the new
   // pod stays Pending until the old one is gone (a terminating pod still counts), so two
   // containers never load and unload the kernel modules over each other.

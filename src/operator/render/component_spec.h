@@ -82,8 +82,14 @@ struct ComponentSpec {
 // <repository>/<driver.image>:<version>-<driver.osTag> with NVIDIA's command and arguments
 // (nvidia-driver init), the policy's driver.args, driver.env and driver.resources applied.
 ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::string& ns);
+// `os` is the gpuop.io/driver.os value the DaemonSet selects ("" for none): with it the image is
+// <repository>/<image>:<version>-<os>, with precompiled drivers <branch>-<os> (the version's
+// major, as NVIDIA tags its precompiled images: 570-5.15.0-1043-azure-ubuntu22.04).
 ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
-                            const std::string& repository, const std::string& version);
+                            const std::string& repository, const std::string& version,
+                            const std::string& os = "");
+// The driver pods' API access: their safe-load step reads and annotates their Node.
+std::vector<Rule> DriverRules();
 
 }  // namespace gpuop::op::render
 

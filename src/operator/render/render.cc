@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "operator/nodes/node_labels.h"
 #include "operator/nodes/startup_taint.h"
@@ -268,8 +269,47 @@ void AddComponent(const ComponentSpec& s, const std::string& name, const RenderI
 
 }  // namespace
 
-std::string DriverDaemonSetName(const std::string& pool) {
-  return pool.empty() ? "gpuop-driver" : absl::StrCat("gpuop-driver-", pool);
+std::string DriverDaemonSetName(const std::string& pool, const std::string& os) {
+  std::string name = pool.empty() ? "gpuop-driver" : absl::StrCat("gpuop-driver-", pool);
+  if (!os.empty()) absl::StrAppend(&name, "-", os);
+  name = absl::AsciiStrToLower(name);
+  std::replace(name.begin(), name.end(), '_', '-');
+  constexpr size_t kMax = 63;  // the name is also its pods' app.kubernetes.io/name label
+  if (name.size() <= kMax) return name;
+  // FNV-1a: the same name in every process.
+  uint32_t hash = 2166136261u;
+  for (char c : name) hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  std::string cut = name.substr(0, kMax - 9);
+  while (!cut.empty() && (cut.back() == '-' || cut.back() == '.')) cut.pop_back();
+  return absl::StrCat(cut, "-", absl::Hex(hash, absl::kZeroPad8));
+}
+
+std::string DriverDaemonSetOfLabels(absl::string_view pool, absl::string_view os) {
+  return DriverDaemonSetName(pool.empty() || pool == "default" ? "" : std::string(pool),
+                             std::string(os));
+}
+
+std::vector<DriverSet> DriverSets(const PolicySpec& policy, const std::vector<NodePool>& pools,
+                                  const std::map<std::string, std::set<std::string>>& driver_os) {
+  std::vector<std::string> pool_names = {""};
+  for (const auto& pool : pools) {
+    if (pool.driver_version.has_value() || pool.driver_repository.has_value()) {
+      pool_names.push_back(pool.name);
+    }
+  }
+  std::vector<DriverSet> out;
+  for (const std::string& pool : pool_names) {
+    if (!DriverPerNode(policy.driver)) {
+      out.push_back({.pool = pool, .os = "", .name = DriverDaemonSetName(pool)});
+      continue;
+    }
+    auto it = driver_os.find(pool);
+    if (it == driver_os.end()) continue;  // no node for it yet
+    for (const std::string& os : it->second) {
+      out.push_back({.pool = pool, .os = os, .name = DriverDaemonSetName(pool, os)});
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
@@ -299,20 +339,28 @@ absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
     AddComponent(spec, absl::StrCat("gpuop-", ComponentName(c)), in, accounts, rbac, daemon_sets);
   }
   if (policy.Enabled(Component::kDriver)) {
-    // One DaemonSet per driver: the policy's, and each pool that sets its own.
-    ComponentSpec spec =
-        render::DriverSpecFor(policy, "", policy.driver.repository, policy.driver.version);
-    AddComponent(spec, DriverDaemonSetName(""), in, accounts, rbac, daemon_sets);
-    for (const auto& pool : in.pools) {
-      if (!pool.driver_version.has_value() && !pool.driver_repository.has_value()) continue;
-      ComponentSpec pool_spec = render::DriverSpecFor(
-          policy, pool.name, pool.driver_repository.value_or(policy.driver.repository),
-          pool.driver_version.value_or(policy.driver.version));
-      const std::string name = DriverDaemonSetName(pool.name);
-      // The pool's driver DaemonSet shares the component's ServiceAccount.
-      daemon_sets.push_back(DaemonSet(pool_spec, name, policy, in.ns));
-      daemon_sets.back()["spec"]["template"]["spec"]["serviceAccountName"] =
-          DriverDaemonSetName("");
+    // One DaemonSet per driver: the policy's and each pool's that sets its own, and with
+    // DriverPerNode one per OS (and kernel) among their nodes. They share one ServiceAccount.
+    const std::string account = DriverDaemonSetName("");
+    accounts.push_back(ServiceAccount(account, in.ns, "driver", true));
+    const std::vector<render::Rule> rules = render::DriverRules();
+    rbac.push_back(ClusterRole(account, "driver", rules));
+    rbac.push_back(ClusterRoleBinding(account, in.ns, "driver"));
+    for (const DriverSet& set : DriverSets(policy, in.pools, in.driver_os)) {
+      const NodePool* pool = nullptr;
+      for (const auto& p : in.pools) {
+        if (p.name == set.pool) pool = &p;
+      }
+      std::optional<std::string> repository, version;
+      if (pool != nullptr) {
+        repository = pool->driver_repository;
+        version = pool->driver_version;
+      }
+      ComponentSpec spec =
+          render::DriverSpecFor(policy, set.pool, repository.value_or(policy.driver.repository),
+                                version.value_or(policy.driver.version), set.os);
+      daemon_sets.push_back(DaemonSet(spec, set.name, policy, in.ns));
+      daemon_sets.back()["spec"]["template"]["spec"]["serviceAccountName"] = account;
     }
   }
   if ((policy.Enabled(Component::kDevicePlugin) || policy.Enabled(Component::kLabels)) &&

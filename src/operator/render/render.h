@@ -1,6 +1,8 @@
 #ifndef GPUOP_OPERATOR_RENDER_RENDER_H_
 #define GPUOP_OPERATOR_RENDER_RENDER_H_
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,11 @@ inline constexpr char kManagedLabel[] = "gpuop.io/managed";  // "true" on manage
 inline constexpr char kDeployLabelPrefix[] = "gpuop.io/deploy.";
 // The driver DaemonSet a node belongs to: "default" or the name of its GPUNodePool.
 inline constexpr char kDriverPoolLabel[] = "gpuop.io/driver.pool";
+// The image-tag suffix of the node's driver when the driver image depends on the node
+// (DriverPerNode): its OS ("ubuntu22.04", from os-release ID and VERSION_ID), with precompiled
+// drivers its kernel first ("5.15.0-1043-azure-ubuntu22.04"). Each value has its own driver
+// DaemonSet.
+inline constexpr char kDriverOsLabel[] = "gpuop.io/driver.os";
 // The device plugin configuration the node uses (the NVIDIA plugin's label).
 inline constexpr char kDevicePluginConfigLabel[] = "nvidia.com/device-plugin.config";
 // The MIG layout the node asks for (the NVIDIA MIG manager's label).
@@ -37,7 +44,21 @@ struct RenderInput {
   // driver's carries an ownerReference to it.
   std::string policy_name = "default";
   std::string policy_uid;
+  // With DriverPerNode: for each driver pool ("" for the policy's own driver), the
+  // gpuop.io/driver.os values of its nodes (and of the nodes moving to it).
+  std::map<std::string, std::set<std::string>> driver_os;
 };
+
+// One driver DaemonSet: a pool's driver ("" for the policy's) for one gpuop.io/driver.os value
+// ("" when the image does not depend on the node).
+struct DriverSet {
+  std::string pool;
+  std::string os;
+  std::string name;  // DriverDaemonSetName(pool, os)
+};
+// The driver DaemonSets `policy`, `pools` and the nodes' driver.os values call for.
+std::vector<DriverSet> DriverSets(const PolicySpec& policy, const std::vector<NodePool>& pools,
+                                  const std::map<std::string, std::set<std::string>>& driver_os);
 
 // The per-node components as Kubernetes objects, a pure function of the policy and the pools:
 // for each enabled component a ServiceAccount, its least-privilege ClusterRole and
@@ -61,9 +82,14 @@ struct RenderInput {
 // policy keeps the drivers running; see the policy reconciler).
 [[nodiscard]] absl::StatusOr<std::vector<nlohmann::json>> RenderOperands(const RenderInput& input);
 
-// The name of the driver DaemonSet for a pool ("" for the policy's own): gpuop-driver or
-// gpuop-driver-<pool>.
-std::string DriverDaemonSetName(const std::string& pool);
+// The name of the driver DaemonSet for a pool ("" for the policy's own) and a gpuop.io/driver.os
+// value ("" for none): gpuop-driver, gpuop-driver-<pool>, gpuop-driver-ubuntu22.04,
+// gpuop-driver-<pool>-ubuntu22.04, lower-cased with '_' as '-'. A name longer than a label value
+// may be (63) is cut and ends in a hash of the whole.
+std::string DriverDaemonSetName(const std::string& pool, const std::string& os = "");
+// The driver DaemonSet a node's labels select it for (gpuop.io/driver.pool, "default" or absent
+// for the policy's, and gpuop.io/driver.os).
+std::string DriverDaemonSetOfLabels(absl::string_view pool, absl::string_view os);
 
 }  // namespace gpuop::op
 

@@ -46,6 +46,7 @@ std::vector<Scenario> Scenarios() {
   everything.components.exporter_service_monitor = true;
   everything.components.exporter_scrape_interval = absl::Seconds(90);
   everything.components.exporter_service_monitor_labels = {{"release", "prometheus"}};
+  everything.driver.os_tag = "ubuntu22.04";  // one driver image for every node
   std::vector<NodePool> pools = {
       Pool(R"({"metadata": {"name": "a100"}, "spec": {"nodeSelector": {"matchLabels":
               {"gpu": "a100"}}, "migLayout": "all-balanced"}})"),
@@ -73,10 +74,16 @@ std::vector<Scenario> Scenarios() {
   host_network.driver.kernel_module_type = "open";
   host_network.driver.resources =
       ResourceRequirements{.requests = {{"cpu", "1"}}, .limits = {{"memory", "4Gi"}}};
-  return {{"default", {.policy = DefaultPolicy()}},
+  host_network.driver.use_precompiled = true;  // one image per kernel and OS
+  // Without osTag the driver image follows each node's OS (gpuop.io/driver.os).
+  return {{"default", {.policy = DefaultPolicy(), .driver_os = {{"", {"ubuntu22.04"}}}}},
           {"pools", {.policy = everything, .pools = pools, .ns = "gpu-operators"}},
           {"minimal", {.policy = minimal}},
-          {"hostnetwork", {.policy = host_network, .pools = pools}}};
+          {"hostnetwork",
+           {.policy = host_network,
+            .pools = pools,
+            .driver_os = {{"", {"5.15.0-1043-azure-ubuntu22.04"}},
+                          {"h100", {"6.8.0-1015-aws-ubuntu24.04"}}}}}};
 }
 
 std::vector<Json> Render(const RenderInput& input) {
@@ -260,7 +267,7 @@ TEST(RenderTest, PortsOnOneNodeAreDistinct) {
 
 TEST(RenderTest, TheDriverContainerTakesTheSpecsImageEnvArgsAndResources) {
   const std::vector<Json> defaults = Render(Scenarios()[0].input);
-  const Json* base = Find(defaults, "DaemonSet/gpuop-driver");
+  const Json* base = Find(defaults, "DaemonSet/gpuop-driver-ubuntu22.04");
   ASSERT_NE(base, nullptr);
   const Json& plain = base->at("spec").at("template").at("spec").at("containers")[0];
   EXPECT_EQ(plain["image"], "nvcr.io/nvidia/driver:570.86.15-ubuntu22.04");
@@ -271,13 +278,16 @@ TEST(RenderTest, TheDriverContainerTakesTheSpecsImageEnvArgsAndResources) {
   EXPECT_EQ(EnvValue(plain, "KERNEL_MODULE_TYPE"), "auto");
 
   const std::vector<Json> objects = Render(Scenarios()[3].input);
-  for (const char* name : {"DaemonSet/gpuop-driver", "DaemonSet/gpuop-driver-h100"}) {
+  // Precompiled: <branch>-<kernel>-<os>, one DaemonSet per kernel and OS.
+  for (const char* name : {"DaemonSet/gpuop-driver-5.15.0-1043-azure-ubuntu22.04",
+                           "DaemonSet/gpuop-driver-h100-6.8.0-1015-aws-ubuntu24.04"}) {
     const Json* driver = Find(objects, name);
     ASSERT_NE(driver, nullptr) << name;
     const Json& c = driver->at("spec").at("template").at("spec").at("containers")[0];
-    EXPECT_EQ(c["image"], std::string(name) == "DaemonSet/gpuop-driver"
-                              ? "nvcr.io/nvidia/driver-custom:570.86.15-ubuntu22.04"
-                              : "nvcr.io/nvidia/driver-custom:580.65.06-ubuntu22.04");
+    EXPECT_EQ(c["image"],
+              std::string(name) == "DaemonSet/gpuop-driver-5.15.0-1043-azure-ubuntu22.04"
+                  ? "nvcr.io/nvidia/driver-custom:570-5.15.0-1043-azure-ubuntu22.04"
+                  : "nvcr.io/nvidia/driver-custom:580-6.8.0-1015-aws-ubuntu24.04");
     EXPECT_EQ(c["command"], Json({"nvidia-driver"}));
     EXPECT_EQ(c["args"], Json({"init", "--accept-license"}));
     EXPECT_EQ(c["imagePullPolicy"], "Never");
@@ -412,6 +422,46 @@ TEST(RenderTest, OperandsButTheDriversAreOwnedByThePolicy) {
   }
 }
 
+// Without driver.osTag each OS among the nodes gets its DaemonSet, selecting gpuop.io/driver.os
+// and running <version>-<os>, as NVIDIA's operator runs one per OS; a pool without nodes has none.
+TEST(RenderTest, TheDriverImageFollowsEachNodesOs) {
+  RenderInput input = Scenarios()[0].input;
+  input.driver_os = {{"", {"rhel9.4", "ubuntu22.04"}}, {"no-such-pool", {"ubuntu24.04"}}};
+  std::vector<std::string> names;
+  for (const Json& o : Render(input)) {
+    if (o["kind"] != "DaemonSet" ||
+        o["metadata"]["labels"]["app.kubernetes.io/component"] != "driver") {
+      continue;
+    }
+    names.push_back(o["metadata"]["name"]);
+    const Json& pod = o["spec"]["template"]["spec"];
+    const std::string os = pod["nodeSelector"]["gpuop.io/driver.os"];
+    EXPECT_EQ(pod["containers"][0]["image"], "nvcr.io/nvidia/driver:570.86.15-" + os);
+    EXPECT_EQ(o["metadata"]["name"], "gpuop-driver-" + os);
+  }
+  EXPECT_THAT(names, ::testing::ElementsAre("gpuop-driver-rhel9.4", "gpuop-driver-ubuntu22.04"));
+  input.driver_os.clear();
+  for (const Json& o : Render(input)) {
+    EXPECT_NE(o["metadata"]["labels"]["app.kubernetes.io/component"].get<std::string>() +
+                  o["kind"].get<std::string>(),
+              "driverDaemonSet")
+        << "no node, no driver DaemonSet";
+  }
+}
+
+TEST(RenderTest, DriverDaemonSetNamesFitALabelValue) {
+  EXPECT_EQ(DriverDaemonSetName(""), "gpuop-driver");
+  EXPECT_EQ(DriverDaemonSetName("h100", "RHCOS4.14_x"), "gpuop-driver-h100-rhcos4.14-x");
+  const std::string name =
+      DriverDaemonSetName("a-rather-long-pool-name", "5.15.0-1043-azure-fips-ubuntu22.04");
+  EXPECT_EQ(name.size(), 63u);
+  EXPECT_EQ(name,
+            DriverDaemonSetName("a-rather-long-pool-name", "5.15.0-1043-azure-fips-ubuntu22.04"));
+  EXPECT_NE(name,
+            DriverDaemonSetName("a-rather-long-pool-name", "5.15.0-1044-azure-fips-ubuntu22.04"));
+  EXPECT_EQ(DriverDaemonSetOfLabels("default", "ubuntu22.04"), "gpuop-driver-ubuntu22.04");
+}
+
 TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {
   const std::vector<Json> objects = Render(Scenarios()[1].input);
   const Json* pool = Find(objects, "DaemonSet/gpuop-driver-h100");
@@ -527,7 +577,7 @@ TEST(RenderTest, TheRuntimeClassOnlyWithTheRuntimeComponent) {
   }
 }
 
-TEST(RenderTest, DiscoveryRunsOnUnknownLinuxNodesAndReadsOnlySysfs) {
+TEST(RenderTest, DiscoveryRunsOnUnknownLinuxNodesAndReadsOnlySysfsAndOsRelease) {
   const std::vector<Json> objects = Render(Scenarios()[1].input);
   const Json* ds = Find(objects, "DaemonSet/gpuop-discovery");
   ASSERT_NE(ds, nullptr);
@@ -540,13 +590,16 @@ TEST(RenderTest, DiscoveryRunsOnUnknownLinuxNodesAndReadsOnlySysfs) {
   EXPECT_EQ(terms[0]["matchExpressions"], Json::parse(R"([
       {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
       {"key": "gpuop.io/gpu.present", "operator": "DoesNotExist"}])"));
-  EXPECT_EQ(container["command"],
-            Json({"gpuop-agent", "discover-pci", "--sysfs-root=/host/sys", "--label-node"}));
-  ASSERT_EQ(pod["volumes"].size(), 1u);
+  EXPECT_EQ(container["command"], Json({"gpuop-agent", "discover-pci", "--sysfs-root=/host/sys",
+                                        "--os-release=/host/etc/os-release", "--label-node"}));
+  ASSERT_EQ(pod["volumes"].size(), 2u);
   EXPECT_EQ(pod["volumes"][0], Json::parse(R"({"name": "host-sys",
       "hostPath": {"path": "/sys", "type": "Directory"}})"));
+  EXPECT_EQ(pod["volumes"][1], Json::parse(R"({"name": "host-os-release",
+      "hostPath": {"path": "/etc/os-release", "type": "File"}})"));
   EXPECT_EQ(container["volumeMounts"], Json::parse(R"([{"name": "host-sys",
-      "mountPath": "/host/sys", "readOnly": true}])"));
+      "mountPath": "/host/sys", "readOnly": true}, {"name": "host-os-release",
+      "mountPath": "/host/etc/os-release", "readOnly": true}])"));
   EXPECT_EQ(container["securityContext"]["readOnlyRootFilesystem"], true);
   EXPECT_EQ(container["securityContext"]["runAsUser"], 65532);
   EXPECT_EQ(container["resources"]["limits"]["memory"], "64Mi");

@@ -164,7 +164,7 @@ TEST(DriverRestartTest, APoolMoveGoesThroughTheUpgradeAndSwitchesTheLabelLast) {
   EXPECT_TRUE(p.finish_pool_move);
   EXPECT_EQ(p.action, Action::kNone) << "the old DaemonSet takes its own pod away";
   EXPECT_THAT(p.set_labels, ElementsAre(Pair("gpuop.io/driver.pool", "h100")));
-  EXPECT_EQ(p.message, "moving the node to DaemonSet gpuop-driver-h100 (pool h100)");
+  EXPECT_EQ(p.message, "moving the node to pool h100 (DaemonSet gpuop-driver-h100)");
   const kube::Json patch = Executor::NodePatch(p, p.message, testing::kNow);
   EXPECT_EQ(patch["metadata"]["labels"]["gpuop.io/driver.pool"], "h100");
   EXPECT_TRUE(patch["metadata"]["annotations"]["gpuop.io/driver-pool-target"].is_null());

@@ -14,7 +14,9 @@ kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message,
   kube::Json labels = kube::Json::object();
   kube::Json annotations = kube::Json::object();
   kube::Json spec = kube::Json::object();
-  for (const auto& [key, value] : plan.set_labels) labels[key] = value;
+  for (const auto& [key, value] : plan.set_labels) {
+    labels[key] = value.empty() ? kube::Json(nullptr) : kube::Json(value);
+  }
   if (plan.Transition()) {
     labels[kUpgradeStateLabel] = std::string(UpgradeStateLabelValue(plan.to));
     annotations[kUpgradeSinceAnnotation] = kube::FormatTimestamp(now);
@@ -25,7 +27,10 @@ kube::Json Executor::NodePatch(const NodePlan& plan, const std::string& message,
     annotations[kUpgradeMessageAnnotation] =
         message.empty() ? kube::Json(nullptr) : kube::Json(message);
   }
-  if (plan.finish_pool_move) annotations[kDriverPoolTargetAnnotation] = nullptr;
+  if (plan.finish_pool_move) {
+    annotations[kDriverPoolTargetAnnotation] = nullptr;
+    annotations[kDriverOsTargetAnnotation] = nullptr;
+  }
   if (plan.finish_removal) annotations[kDriverRemovalAnnotation] = nullptr;
   if (plan.release_safe_load) annotations[kDriverSafeLoadAnnotation] = nullptr;
   if (plan.set_cordoned_before.has_value()) {

@@ -113,6 +113,11 @@ class NodePlanner {
     return (n_.update_revision.has_value() && n_.driver_pod.has_value() && !Current()) ||
            MovePending() || SafeLoadWaiting() || (Removing() && n_.driver_pod.has_value());
   }
+  // "pool h100 (DaemonSet gpuop-driver-h100)", "DaemonSet gpuop-driver-rhel9.4".
+  std::string MoveTarget() const {
+    if (n_.target_pool.empty()) return absl::StrCat("DaemonSet ", n_.target_daemon_set);
+    return absl::StrCat("pool ", n_.target_pool, " (DaemonSet ", n_.target_daemon_set, ")");
+  }
   std::string RemovalReason() const {
     if (n_.removal == kRemovalDriverDisabled) return "spec.components.driver is off";
     if (n_.removal == kRemovalOperandsDisabled) return "gpuop.io/deploy.operands is false";
@@ -127,8 +132,7 @@ class NodePlanner {
                           kDriverSafeLoadAnnotation, ")");
     }
     if (MovePending()) {
-      return absl::StrCat("the node moves to pool ", n_.target_pool, " (DaemonSet ",
-                          n_.target_daemon_set, ")");
+      return absl::StrCat("the node moves to ", MoveTarget());
     }
     if (n_.driver_pod->owner != n_.driver_daemon_set) {
       return absl::StrCat("driver pod ", n_.driver_pod->name, " belongs to DaemonSet ",
@@ -371,8 +375,7 @@ class NodePlanner {
     } else if (RemovalPending()) {
       waiting = absl::StrCat("taking the driver off the node (", RemovalReason(), ")");
     } else if (MovePending()) {
-      waiting = absl::StrCat("moving the node to DaemonSet ", n_.target_daemon_set, " (pool ",
-                             n_.target_pool, ")");
+      waiting = absl::StrCat("moving the node to ", MoveTarget());
     } else if (SafeLoadWaiting()) {
       waiting = absl::StrCat("letting driver pod ", n_.driver_pod->name,
                              " load: the node is drained and the GPU clients stopped");
@@ -392,7 +395,10 @@ class NodePlanner {
     } else if (MovePending()) {
       // The old DaemonSet lets go of the node and the new one starts its driver (the
       // anti-affinity holds it until the old pod is gone).
-      out_.set_labels[kDriverPoolLabel] = n_.target_pool;
+      if (!n_.target_pool.empty()) out_.set_labels[kDriverPoolLabel] = n_.target_pool;
+      if (!n_.target_os.empty()) {
+        out_.set_labels[kDriverOsLabel] = n_.target_os == kNoDriverOs ? "" : n_.target_os;
+      }
       out_.finish_pool_move = true;
     } else if (SafeLoadWaiting()) {
       out_.release_safe_load = true;

@@ -59,10 +59,12 @@ struct NodePlan {
   // Write gpuop.io/cordoned-before: true sets it, false removes it; nullopt leaves it.
   std::optional<bool> set_cordoned_before;
   // Node labels to write with the state: the GPU clients' deploy labels, paused before the
-  // driver pod is replaced and resumed once the new one is Ready (driver_clients.h).
+  // driver pod is replaced and resumed once the new one is Ready (driver_clients.h); a value ""
+  // removes the label.
   std::map<std::string, std::string> set_labels;
-  // The node moves to its target pool: set_labels has its gpuop.io/driver.pool, and
-  // gpuop.io/driver-pool-target is removed in the same write.
+  // The node moves to its target DaemonSet: set_labels has its gpuop.io/driver.pool and
+  // gpuop.io/driver.os, and gpuop.io/driver-pool-target and gpuop.io/driver-os-target are
+  // removed in the same write.
   bool finish_pool_move = false;
   // The driver has left the node for good: gpuop.io/driver-removal is removed.
   bool finish_removal = false;

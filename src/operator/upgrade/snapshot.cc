@@ -112,9 +112,16 @@ NodeSnapshot DescribeNode(const kube::Node& node) {
     if (absl::StatusOr<absl::Time> t = kube::ParseTimestamp(*since); t.ok()) n.since = *t;
   }
   if (auto message = annotations.Get(kUpgradeMessageAnnotation)) n.message = std::string(*message);
-  if (auto target = annotations.Get(kDriverPoolTargetAnnotation); target.has_value()) {
-    n.target_pool = std::string(*target);
-    n.target_daemon_set = DriverDaemonSetOfPool(*target);
+  const std::optional<absl::string_view> target_pool = annotations.Get(kDriverPoolTargetAnnotation);
+  const std::optional<absl::string_view> target_os = annotations.Get(kDriverOsTargetAnnotation);
+  if (target_pool.has_value() || target_os.has_value()) {
+    n.target_pool = std::string(target_pool.value_or(""));
+    n.target_os = std::string(target_os.value_or(""));
+    const absl::string_view os = target_os.has_value()
+                                     ? (*target_os == kNoDriverOs ? "" : *target_os)
+                                     : labels.Get(kDriverOsLabel).value_or("");
+    n.target_daemon_set = DriverDaemonSetOfLabels(
+        target_pool.has_value() ? *target_pool : labels.Get(kDriverPoolLabel).value_or(""), os);
     if (n.target_daemon_set == n.driver_daemon_set) n.target_daemon_set.clear();
   }
   n.remediating = LabelIs(labels, kRemediationStateLabel, "in-progress");
@@ -134,13 +141,9 @@ bool IsManagedNode(const kube::Node& node) {
          InProgress(ParseUpgradeState(*state).value_or(UpgradeState::kUnknown));
 }
 
-std::string DriverDaemonSetOfPool(absl::string_view pool) {
-  if (pool.empty() || pool == "default") return DriverDaemonSetName("");
-  return DriverDaemonSetName(std::string(pool));
-}
-
 std::string DriverDaemonSetOf(const kube::Node& node) {
-  return DriverDaemonSetOfPool(node.metadata.labels.Get(kDriverPoolLabel).value_or(""));
+  return DriverDaemonSetOfLabels(node.metadata.labels.Get(kDriverPoolLabel).value_or(""),
+                                 node.metadata.labels.Get(kDriverOsLabel).value_or(""));
 }
 
 }  // namespace gpuop::op::upgrade

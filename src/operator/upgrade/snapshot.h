@@ -73,7 +73,9 @@ struct NodeSnapshot {
   // The pool the node is to move to (gpuop.io/driver-pool-target): its driver DaemonSet's name,
   // "" when no move is pending.
   std::string target_daemon_set;
-  std::string target_pool;  // that pool's gpuop.io/driver.pool value
+  std::string target_pool;  // that pool's gpuop.io/driver.pool value; "" when it stays
+  // The gpuop.io/driver.os value to move to ("-": none); "" when it stays.
+  std::string target_os;
   // Why the node's driver is to leave it (gpuop.io/driver-removal); "" when it stays.
   std::string removal;
   // gpuop.io/deploy.driver is "true": the driver DaemonSet selects the node.
@@ -129,11 +131,9 @@ NodeSnapshot DescribeNode(const kube::Node& node);
 // in the middle of an upgrade.
 bool IsManagedNode(const kube::Node& node);
 
-// The driver DaemonSet of a node's pool (gpuop.io/driver.pool): gpuop-driver for "default" or
-// no label, gpuop-driver-<pool> otherwise.
+// The driver DaemonSet a node's gpuop.io/driver.pool and gpuop.io/driver.os labels select it
+// for (render.h DriverDaemonSetOfLabels).
 std::string DriverDaemonSetOf(const kube::Node& node);
-// The same for a gpuop.io/driver.pool value.
-std::string DriverDaemonSetOfPool(absl::string_view pool);
 
 }  // namespace gpuop::op::upgrade
 
