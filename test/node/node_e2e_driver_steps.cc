@@ -13,6 +13,7 @@
 #include "test/e2e/operator_e2e_util.h"
 #include "test/node/node_e2e_fixture.h"
 #include "test/node/node_e2e_reports.h"
+#include "test/node/node_e2e_util.h"
 
 namespace gpuop::test {
 
@@ -242,8 +243,25 @@ void SafeLoadStep() {
         }
         return std::string();
       });
-  ASSERT_TRUE(done.ok()) << done << "\nmessages seen: " << absl::StrJoin(messages, " | ");
-  ASSERT_EQ(failure, "") << "the upgrade failed; messages seen: " << absl::StrJoin(messages, " | ");
+  // What the replacement pod's two steps printed, for a failure.
+  const auto logs = [&]() {
+    absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
+    const json* driver = pods.ok() ? DriverPod(*pods) : nullptr;
+    if (driver == nullptr) return std::string("no driver pod");
+    const std::string name = (*driver)["metadata"].value("name", "");
+    std::string out;
+    for (const char* container : {"safe-load", "driver"}) {
+      absl::StatusOr<std::string> log =
+          ContainerLog(Cluster().node().pod_logs, kNamespace, name, container);
+      absl::StrAppend(&out, "\n--- ", name, "/", container, ":\n",
+                      log.ok() ? *log : log.status().ToString());
+    }
+    return out;
+  };
+  ASSERT_TRUE(done.ok()) << done << "\nmessages seen: " << absl::StrJoin(messages, " | ")
+                         << logs();
+  ASSERT_EQ(failure, "") << "the upgrade failed; messages seen: " << absl::StrJoin(messages, " | ")
+                         << logs();
   std::printf("[node] safe driver load (driver pod deleted by hand -> upgrade-done): %s\n",
               absl::FormatDuration(absl::Now() - started).c_str());
 

@@ -196,6 +196,9 @@ TEST_F(NodeE2ETest, NodeIsFoundAsAGpuNodeWithoutLabelsAddedByHand) {
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(LabelOf(*node, "gpuop.io/gpu.present"), "true");
   EXPECT_EQ(LabelOf(*node, "gpuop.io/gpu.vendor"), "nvidia");
+  // And the host's OS, from its os-release, for the driver image.
+  EXPECT_NE(LabelOf(*node, "gpuop.io/os-release.ID"), "");
+  EXPECT_NE(LabelOf(*node, "gpuop.io/os-release.VERSION_ID"), "");
 }
 
 TEST_F(NodeE2ETest, EveryComponentRunsAndThePolicyGoesReady) {
@@ -205,15 +208,23 @@ TEST_F(NodeE2ETest, EveryComponentRunsAndThePolicyGoesReady) {
       [&]() -> absl::StatusOr<std::string> {
         // Note when the GPUs first show, for the timing in the next test.
         if (!S().allocatable_at.has_value()) {
-          absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
-          if (node.ok() && Allocatable(*node, "nvidia.com/gpu") == "8") {
+          absl::StatusOr<json> gpus = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+          if (gpus.ok() && Allocatable(*gpus, "nvidia.com/gpu") == "8") {
             S().allocatable_at = absl::Now();
           }
         }
         std::vector<std::string> missing;
+        // The driver's DaemonSet is the one for the node's OS (gpuop.io/driver.os, from this
+        // machine's os-release through gpuop's discovery).
+        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+        if (!node.ok()) return node.status();
+        const std::string os = LabelOf(*node, "gpuop.io/driver.os");
+        if (os.empty()) return std::string("the node has no gpuop.io/driver.os yet");
         for (const std::string& component : kComponents) {
-          absl::StatusOr<json> ds = Get(absl::StrCat("/apis/apps/v1/namespaces/", kNamespace,
-                                                     "/daemonsets/gpuop-", component));
+          const std::string name = component == "driver" ? absl::StrCat("gpuop-driver-", os)
+                                                         : absl::StrCat("gpuop-", component);
+          absl::StatusOr<json> ds =
+              Get(absl::StrCat("/apis/apps/v1/namespaces/", kNamespace, "/daemonsets/", name));
           if (!ds.ok()) {
             missing.push_back(component + ": no DaemonSet");
             continue;

@@ -1,6 +1,7 @@
 #include "operator/app/operator.h"
 
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -8,8 +9,10 @@
 #include "kube/leaderelection/lease_store.h"
 #include "operator/controllers/node_reconciler.h"
 #include "operator/controllers/policy_reconciler.h"
+#include "operator/api/node_state.h"
 #include "operator/crds/crds.h"
 #include "operator/remediation/remediation_controller.h"
+#include "operator/render/render.h"
 #include "operator/upgrade/upgrade_controller.h"
 
 namespace gpuop::op {
@@ -138,9 +141,21 @@ void Operator::RegisterHandlers() {
             EnqueuePolicySoon();
           },
       .on_update =
-          [this](const NodeEntry&, const NodeEntry& e) {
+          [this](const NodeEntry& old, const NodeEntry& e) {
             EnqueueNode(e.node.metadata.name);
-            EnqueuePolicySoon();
+            // A driver DaemonSet a node now needs (a new OS, kernel or target) is rendered at
+            // once: the node's driver waits for it.
+            const auto driver_set = [](const NodeEntry& n) {
+              const kube::ObjectMeta& m = n.node.metadata;
+              return std::tuple(m.labels.Get(kDriverOsLabel), m.labels.Get(kDriverPoolLabel),
+                                m.annotations.Get(kDriverOsTargetAnnotation),
+                                m.annotations.Get(kDriverPoolTargetAnnotation));
+            };
+            if (driver_set(old) != driver_set(e)) {
+              EnqueuePolicy();
+            } else {
+              EnqueuePolicySoon();
+            }
           },
       .on_delete = [this](const NodeEntry&) { EnqueuePolicySoon(); },
   });

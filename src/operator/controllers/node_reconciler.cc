@@ -38,7 +38,16 @@ std::vector<ComponentState> Components(const kube::Node& node, const PolicySpec&
     for (const auto& p : pods) {
       if (p->component == name) pod = p.get();
     }
-    if (pod == nullptr) {
+    if (pod == nullptr && c == Component::kDriver && DriverPerNode(policy.driver) &&
+        !node.metadata.labels.Has(kDriverOsLabel)) {
+      out.push_back({name, "NotReady",
+                     policy.driver.use_precompiled
+                         ? "no driver image for the node yet: its OS or kernel is unknown "
+                           "(os-release labels from NFD or gpuop's discovery; the kubelet's "
+                           "kernelVersion), or not a label value"
+                         : "no driver image for the node yet: its OS is unknown (os-release "
+                           "labels from NFD or gpuop's discovery), or set spec.driver.osTag"});
+    } else if (pod == nullptr) {
       out.push_back({name, "NotReady", "no pod on the node yet"});
     } else if (!pod->ready) {
       out.push_back(
