@@ -258,8 +258,7 @@ void SafeLoadStep() {
     }
     return out;
   };
-  ASSERT_TRUE(done.ok()) << done << "\nmessages seen: " << absl::StrJoin(messages, " | ")
-                         << logs();
+  ASSERT_TRUE(done.ok()) << done << "\nmessages seen: " << absl::StrJoin(messages, " | ") << logs();
   ASSERT_EQ(failure, "") << "the upgrade failed; messages seen: " << absl::StrJoin(messages, " | ")
                          << logs();
   std::printf("[node] safe driver load (driver pod deleted by hand -> upgrade-done): %s\n",

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/process.h"
+#include "kube/types/object_meta.h"
 #include "test/cluster/cluster_environment.h"
 #include "test/cluster/ports.h"
 #include "test/cluster/test_api.h"
@@ -270,6 +271,21 @@ TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
       "[node] helm install -> nvidia.com/gpu: 8 allocatable: %s (the driver container "
       "started by the install)\n",
       absl::FormatDuration(seen - S().installed_at).c_str());
+  // Where that went: the driver pod's creation (its DaemonSet is rendered once the node's OS is
+  // known) and its start.
+  if (absl::StatusOr<std::vector<json>> pods = Pods(kNamespace); pods.ok()) {
+    if (const json* driver = DriverPod(*pods); driver != nullptr) {
+      absl::StatusOr<absl::Time> created =
+          kube::ParseTimestamp((*driver)["metadata"].value("creationTimestamp", ""));
+      absl::StatusOr<absl::Time> started = kube::ParseTimestamp(
+          FirstContainerStatus(*driver)["state"]["running"].value("startedAt", ""));
+      if (created.ok() && started.ok()) {
+        std::printf("[node]   install -> driver pod created: %s; -> driver container started: %s\n",
+                    absl::FormatDuration(*created - S().installed_at).c_str(),
+                    absl::FormatDuration(*started - *created).c_str());
+      }
+    }
+  }
   // With the driver present: from the validator's driver check passing (its ready file) to the
   // GPUs allocatable. Printed for the notes, never asserted.
   struct stat ready {};

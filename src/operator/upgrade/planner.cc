@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "operator/api/node_state.h"
 #include "operator/render/render.h"
+#include "operator/upgrade/driver_state.h"
 #include "operator/upgrade/pod_selector.h"
 
 namespace gpuop::op::upgrade {
@@ -51,11 +52,11 @@ std::vector<PodRef> Refs(const std::vector<const PodInfo*>& pods) {
 }
 
 // Plans one node. Holds what every state's rule needs.
-class NodePlanner {
+class NodePlanner : public DriverState {
  public:
   NodePlanner(const NodeSnapshot& node, const UpgradeSnapshot& snapshot, const UpgradeSpec& spec,
               absl::Time now, NodePlan& out)
-      : n_(node), snapshot_(snapshot), spec_(spec), out_(out) {
+      : DriverState(node), n_(node), snapshot_(snapshot), spec_(spec), out_(out) {
     elapsed_ = node.since.has_value() ? std::max(absl::ZeroDuration(), now - *node.since)
                                       : absl::ZeroDuration();
   }
@@ -86,61 +87,6 @@ class NodePlanner {
       case UpgradeState::kUpgradeFailed:
         return Failed();
     }
-  }
-
-  bool Current() const {
-    return n_.update_revision.has_value() && n_.driver_pod.has_value() &&
-           n_.driver_pod->owner == n_.driver_daemon_set &&
-           n_.driver_pod->revision == *n_.update_revision;
-  }
-  // The node is to move to another pool's driver DaemonSet while its driver runs.
-  bool MovePending() const { return !n_.target_daemon_set.empty() && n_.driver_pod.has_value(); }
-  // The driver is to leave the node (gpuop.io/driver-removal), until the node is back in service.
-  bool Removing() const { return !n_.removal.empty(); }
-  // The driver leaves, and its DaemonSet still selects the node.
-  bool RemovalPending() const {
-    return Removing() && n_.driver_deployed && n_.driver_pod.has_value();
-  }
-  // The driver is off the node: switched off and its pod gone.
-  bool Removed() const { return Removing() && !n_.driver_deployed && !n_.driver_pod.has_value(); }
-  // The node's driver pod waits for the node to be made safe before it loads (safe_load.h).
-  bool SafeLoadWaiting() const {
-    return n_.driver_pod.has_value() && n_.driver_pod->waits_for_safe_load && !n_.driver_pod->ready;
-  }
-  // Current, staying in its pool and loaded.
-  bool UpToDate() const { return Current() && !MovePending() && !Removing() && !SafeLoadWaiting(); }
-  bool Outdated() const {
-    return (n_.update_revision.has_value() && n_.driver_pod.has_value() && !Current()) ||
-           MovePending() || SafeLoadWaiting() || (Removing() && n_.driver_pod.has_value());
-  }
-  // "pool h100 (DaemonSet gpuop-driver-h100)", "DaemonSet gpuop-driver-rhel9.4".
-  std::string MoveTarget() const {
-    if (n_.target_pool.empty()) return absl::StrCat("DaemonSet ", n_.target_daemon_set);
-    return absl::StrCat("pool ", n_.target_pool, " (DaemonSet ", n_.target_daemon_set, ")");
-  }
-  std::string RemovalReason() const {
-    if (n_.removal == kRemovalDriverDisabled) return "spec.components.driver is off";
-    if (n_.removal == kRemovalOperandsDisabled) return "gpuop.io/deploy.operands is false";
-    if (n_.removal == kRemovalNodeDeselected) return "the policy no longer selects the node";
-    return n_.removal;
-  }
-  std::string OutdatedMessage() const {
-    if (Removing()) return absl::StrCat("the driver leaves the node: ", RemovalReason());
-    if (SafeLoadWaiting()) {
-      return absl::StrCat("driver pod ", n_.driver_pod->name,
-                          " waits to load until the node is drained (a driver is loaded there; ",
-                          kDriverSafeLoadAnnotation, ")");
-    }
-    if (MovePending()) {
-      return absl::StrCat("the node moves to ", MoveTarget());
-    }
-    if (n_.driver_pod->owner != n_.driver_daemon_set) {
-      return absl::StrCat("driver pod ", n_.driver_pod->name, " belongs to DaemonSet ",
-                          n_.driver_pod->owner, ", the node's pool uses ", n_.driver_daemon_set);
-    }
-    return absl::StrCat("driver pod ", n_.driver_pod->name, " is at revision ",
-                        n_.driver_pod->revision, ", DaemonSet ", n_.driver_daemon_set, " at ",
-                        *n_.update_revision);
   }
 
   void Go(UpgradeState to, std::string message) {
