@@ -238,7 +238,13 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
     if (!removal.has_value()) {
       pool_label(kDriverPoolLabel, driver_pool);
       if (policy->Enabled(Component::kDriver) && DriverPerNode(policy->driver)) {
-        pool_label(kDriverOsLabel, NodeDriverOs(node, policy->driver, kernel_version));
+        std::optional<std::string> os = NodeDriverOs(node, policy->driver, kernel_version);
+        // An OS no longer known (NFD's labels gone a while) keeps the driver it has.
+        if (auto now = current(kDriverOsLabel);
+            !os.has_value() && now.has_value() && is_owned(kDriverOsLabel)) {
+          os = std::string(*now);
+        }
+        pool_label(kDriverOsLabel, os);
       }
     }
     // A running driver moves to another DaemonSet (another pool's, another OS's or kernel's)

@@ -342,6 +342,12 @@ TEST(NodeLabelsTest, TheDriverImageFollowsTheNodesOsAndKernel) {
   PolicySpec policy = Policy();
   NodeLabelChange c = DesiredNodeLabels(nfd, {}, &policy, nullptr, false);
   EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.os", "rhel9.4")));
+  // OS labels gone (NFD uninstalled): the node keeps the image it has rather than losing it.
+  const kube::Node forgotten =
+      NodeWith({{kNfdNvidiaLabel, "true"}, {"gpuop.io/driver.os", "rhel9.4"}});
+  c = DesiredNodeLabels(forgotten, {"gpuop.io/driver.os"}, &policy, nullptr, false, true);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/driver.os", "rhel9.4")));
+  EXPECT_EQ(c.os_target, std::nullopt);
   policy.driver.os_tag = "ubuntu22.04";
   c = DesiredNodeLabels(nfd, {}, &policy, nullptr, false);
   EXPECT_FALSE(c.desired.contains("gpuop.io/driver.os")) << "one image for every node";

@@ -244,6 +244,16 @@ ComponentSpec DriverSpecFor(const PolicySpec& policy, const std::string& pool,
                         {{"app.kubernetes.io/component", "driver"},
                          {"app.kubernetes.io/managed-by", "gpuop-operator"}}}}},
                      {"topologyKey", "kubernetes.io/hostname"}}}}}}};
+  // A DaemonSet for every node (no gpuop.io/driver.os) lets go of a node once the node has an
+  // image of its own, so a move to a per-OS DaemonSet completes node by node.
+  if (os.empty()) {
+    s.affinity["nodeAffinity"] = {
+        {"requiredDuringSchedulingIgnoredDuringExecution",
+         {{"nodeSelectorTerms",
+           nlohmann::json::array({{{"matchExpressions",
+                                    nlohmann::json::array({{{"key", "gpuop.io/driver.os"},
+                                                            {"operator", "DoesNotExist"}}})}}})}}}};
+  }
   return s;
 }
 

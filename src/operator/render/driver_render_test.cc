@@ -137,6 +137,7 @@ TEST(RenderTest, TheDriverImageFollowsEachNodesOs) {
     const std::string os = pod["nodeSelector"]["gpuop.io/driver.os"];
     EXPECT_EQ(pod["containers"][0]["image"], "nvcr.io/nvidia/driver:570.86.15-" + os);
     EXPECT_EQ(o["metadata"]["name"], "gpuop-driver-" + os);
+    EXPECT_FALSE(pod["affinity"].contains("nodeAffinity")) << "its nodeSelector says the OS";
   }
   EXPECT_THAT(names, ::testing::ElementsAre("gpuop-driver-rhel9.4", "gpuop-driver-ubuntu22.04"));
   input.driver_os.clear();
@@ -169,6 +170,10 @@ TEST(RenderTest, EachPoolWithItsOwnDriverGetsAnOnDeleteDaemonSet) {
   const Json& pod = pool->at("spec").at("template").at("spec");
   EXPECT_EQ(pod["containers"][0]["image"], "nvcr.io/nvidia/driver:580.65.06-ubuntu22.04");
   EXPECT_EQ(pod["nodeSelector"]["gpuop.io/driver.pool"], "h100");
+  // One image for every node: the DaemonSet lets go of a node that gets one of its own.
+  EXPECT_EQ(pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+               ["nodeSelectorTerms"][0]["matchExpressions"],
+            Json::parse(R"([{"key": "gpuop.io/driver.os", "operator": "DoesNotExist"}])"));
   EXPECT_EQ(pod["nodeSelector"]["team"], "ml");
   const Json* base = Find(objects, "DaemonSet/gpuop-driver");
   ASSERT_NE(base, nullptr);
