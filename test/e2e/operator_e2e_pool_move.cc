@@ -1,6 +1,7 @@
 // Act 4: a node with a running driver moves to a GPUNodePool of its own driver version, and back
-// when the pool is deleted. The DaemonSet controller would kill its driver at once if its
-// gpuop.io/driver.pool label changed (or its DaemonSet went); the operator keeps the label and the
+// when the pool is deleted; then to another OS's driver image (its OS upgraded, as NFD labels it)
+// and back. The DaemonSet controller would kill its driver at once if its gpuop.io/driver.pool or
+// gpuop.io/driver.os label changed (or its DaemonSet went); the operator keeps the label and the
 // DaemonSet, records the target, and the upgrade switches the label. With automatic upgrades off
 // the node must hold there, its old driver running: a state the test can check at leisure, rather
 // than a moment it could miss.
@@ -13,8 +14,24 @@ namespace gpuop::test {
 namespace {
 
 constexpr char kPoolLabel[] = "e2e.gpuop.io/pool";
+constexpr char kNfdOsVersion[] = "feature.node.kubernetes.io/system-os_release.VERSION_ID";
 
 }  // namespace
+
+OperatorE2eTest::DriverMove OperatorE2eTest::ToPool(const std::string& pool,
+                                                    const std::string& ds) {
+  return {.label = "gpuop.io/driver.pool",
+          .annotation = "gpuop.io/driver-pool-target",
+          .to = pool,
+          .to_ds = ds};
+}
+
+OperatorE2eTest::DriverMove OperatorE2eTest::ToOs(const std::string& os, const std::string& ds) {
+  return {.label = "gpuop.io/driver.os",
+          .annotation = "gpuop.io/driver-os-target",
+          .to = os,
+          .to_ds = ds};
+}
 
 void OperatorE2eTest::SetAutoUpgrade(bool on) {
   ASSERT_TRUE(client_
@@ -24,8 +41,9 @@ void OperatorE2eTest::SetAutoUpgrade(bool on) {
 }
 
 void OperatorE2eTest::MoveAndHold(const std::string& node, const std::string& from_ds,
-                                  const std::string& to_pool, const std::string& to_ds,
-                                  const std::function<void()>& change) {
+                                  const DriverMove& move, const std::function<void()>& change) {
+  const std::string& to_pool = move.to;
+  const std::string& to_ds = move.to_ds;
   absl::StatusOr<std::map<std::string, Json>> before = OperandPods(from_ds);
   ASSERT_TRUE(before.ok()) << before.status();
   ASSERT_TRUE(before->contains(node)) << "no " << from_ds << " pod on " << node;
@@ -39,8 +57,7 @@ void OperatorE2eTest::MoveAndHold(const std::string& node, const std::string& fr
                 [&]() -> absl::StatusOr<std::string> {
                   absl::StatusOr<Json> n = client_->Get(resources::kNodes, "", node);
                   if (!n.ok()) return n.status();
-                  if (AnnotationOf(*n, "gpuop.io/driver-pool-target") != to_pool)
-                    return "no target yet";
+                  if (AnnotationOf(*n, move.annotation) != to_pool) return "no target yet";
                   if (LabelOf(*n, kUpgradeState) != "upgrade-required" ||
                       AnnotationOf(*n, kUpgradeMessage).find("automatic upgrades are off") ==
                           std::string::npos) {
@@ -52,7 +69,7 @@ void OperatorE2eTest::MoveAndHold(const std::string& node, const std::string& fr
   ASSERT_TRUE(held.ok()) << held << operator_->LogTail();
   absl::StatusOr<Json> n = client_->Get(resources::kNodes, "", node);
   ASSERT_TRUE(n.ok()) << n.status();
-  EXPECT_NE(LabelOf(*n, "gpuop.io/driver.pool"), to_pool) << "the label switched at once";
+  EXPECT_NE(LabelOf(*n, move.label), to_pool) << "the label switched at once";
   EXPECT_TRUE(client_->Get(resources::kDaemonSets, ns_, from_ds).ok())
       << from_ds << " went while the node still runs it";
   absl::StatusOr<std::map<std::string, Json>> during = OperandPods(from_ds);
@@ -67,7 +84,7 @@ void OperatorE2eTest::MoveAndHold(const std::string& node, const std::string& fr
       absl::StrCat("the node on ", to_ds), absl::Minutes(5), [&]() -> absl::StatusOr<std::string> {
         absl::StatusOr<Json> now = client_->Get(resources::kNodes, "", node);
         if (!now.ok()) return now.status();
-        if (LabelOf(*now, "gpuop.io/driver.pool") != to_pool) return "driver.pool not switched";
+        if (LabelOf(*now, move.label) != to_pool) return move.label + " not switched";
         if (LabelOf(*now, kUpgradeState) != kUpgradeDone)
           return "state " + LabelOf(*now, kUpgradeState);
         if (Cordoned(*now)) return "still cordoned";
@@ -81,7 +98,7 @@ void OperatorE2eTest::MoveAndHold(const std::string& node, const std::string& fr
   ASSERT_TRUE(moved.ok()) << moved << operator_->LogTail();
   absl::StatusOr<Json> after = client_->Get(resources::kNodes, "", node);
   ASSERT_TRUE(after.ok());
-  EXPECT_FALSE(HasAnnotation(*after, "gpuop.io/driver-pool-target"));
+  EXPECT_FALSE(HasAnnotation(*after, move.annotation));
   absl::StatusOr<std::map<std::string, Json>> old_pods = OperandPods(from_ds);
   ASSERT_TRUE(old_pods.ok());
   EXPECT_FALSE(old_pods->contains(node)) << "the old driver pod is still on the node";
@@ -105,8 +122,8 @@ void OperatorE2eTest::MoveANodeToAPool() {
   ASSERT_FALSE(node.empty()) << "no node in service to move";
 
   // Into a pool with a driver of its own.
-  ASSERT_NO_FATAL_FAILURE(
-      MoveAndHold(node, "gpuop-driver-debian12", "moved", "gpuop-driver-moved-debian12", [&] {
+  ASSERT_NO_FATAL_FAILURE(MoveAndHold(
+      node, "gpuop-driver-debian12", ToPool("moved", "gpuop-driver-moved-debian12"), [&] {
         const Json pool = {{"apiVersion", "gpuop.io/v1alpha1"},
                            {"kind", "GPUNodePool"},
                            {"metadata", {{"name", "moved"}}},
@@ -121,8 +138,33 @@ void OperatorE2eTest::MoveANodeToAPool() {
       }));
   // Back when the pool is deleted: its DaemonSet stays until the node has left it.
   ASSERT_NO_FATAL_FAILURE(
-      MoveAndHold(node, "gpuop-driver-moved-debian12", "default", "gpuop-driver-debian12",
+      MoveAndHold(node, "gpuop-driver-moved-debian12", ToPool("default", "gpuop-driver-debian12"),
                   [&] { ASSERT_TRUE(client_->Delete(op::kGpuNodePools, "", "moved").ok()); }));
+  // The node's OS upgraded (NFD relabels it): a DaemonSet for Debian 13 appears and the node's
+  // driver moves to it; the Debian 12 DaemonSet keeps the other nodes.
+  const auto set_os_version = [&](const char* version) {
+    ASSERT_TRUE(client_
+                    ->Patch(resources::kNodes, "", node, kube::PatchType::kMergePatch,
+                            {{"metadata", {{"labels", {{kNfdOsVersion, version}}}}}})
+                    .ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(MoveAndHold(node, "gpuop-driver-debian12",
+                                      ToOs("debian13", "gpuop-driver-debian13"),
+                                      [&] { set_os_version("13"); }));
+  EXPECT_TRUE(client_->Get(resources::kDaemonSets, ns_, "gpuop-driver-debian12").ok())
+      << "the other nodes' DaemonSet went";
+  // And back: the Debian 13 DaemonSet goes once no node runs it.
+  ASSERT_NO_FATAL_FAILURE(MoveAndHold(node, "gpuop-driver-debian13",
+                                      ToOs("debian12", "gpuop-driver-debian12"),
+                                      [&] { set_os_version("12"); }));
+  const absl::Status pruned = AwaitDone(
+      "gpuop-driver-debian13 pruned", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<Json> ds =
+            client_->Get(resources::kDaemonSets, ns_, "gpuop-driver-debian13");
+        if (ds.ok()) return "still there";
+        return absl::IsNotFound(ds.status()) ? absl::StatusOr<std::string>("") : ds.status();
+      });
+  EXPECT_TRUE(pruned.ok()) << pruned;
 }
 
 }  // namespace gpuop::test

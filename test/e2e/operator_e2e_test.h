@@ -227,10 +227,21 @@ class OperatorE2eTest : public ::testing::Test {
   void MoveANodeToAPool();
   // Turns spec.upgrade.autoUpgrade on or off.
   void SetAutoUpgrade(bool on);
-  // Runs `change` (which moves `node` from DaemonSet `from_ds` to pool `to_pool`) with automatic
+  // Where a node's driver is to move: the node label that selects its driver DaemonSet
+  // (gpuop.io/driver.pool, gpuop.io/driver.os), the annotation that holds the target while the
+  // driver runs, the value, and the DaemonSet that value selects.
+  struct DriverMove {
+    std::string label;
+    std::string annotation;
+    std::string to;
+    std::string to_ds;
+  };
+  static DriverMove ToPool(const std::string& pool, const std::string& ds);
+  static DriverMove ToOs(const std::string& os, const std::string& ds);
+  // Runs `change` (which moves `node` from DaemonSet `from_ds` as `move` says) with automatic
   // upgrades off, checks the node holds with its old driver, then lets the upgrade move it.
-  void MoveAndHold(const std::string& node, const std::string& from_ds, const std::string& to_pool,
-                   const std::string& to_ds, const std::function<void()>& change);
+  void MoveAndHold(const std::string& node, const std::string& from_ds, const DriverMove& move,
+                   const std::function<void()>& change);
 
   std::unique_ptr<kube::Client> client_;
   std::string run_;

@@ -37,7 +37,8 @@ class DriverSafeLoadIntegrationTest : public ::testing::Test {
     return {.node_name = node_,
             .pod_name = pod,
             .paths = {.module_dir = (dir_.path() / "sys/module/nvidia").string(),
-                      .driver_root = (dir_.path() / "run/nvidia/driver").string()},
+                      .driver_root = (dir_.path() / "run/nvidia/driver").string(),
+                      .mountinfo = "/proc/self/mountinfo"},
             .poll = absl::Milliseconds(100)};
   }
   // The annotation's value; "" when absent.
@@ -86,7 +87,7 @@ TEST_F(DriverSafeLoadIntegrationTest, NothingLoadedLoadsAtOnceAndClearsAnEarlier
 }
 
 TEST_F(DriverSafeLoadIntegrationTest, AStoppedPodReturnsCancelled) {
-  std::filesystem::create_directories(dir_.path() / "run/nvidia/driver/usr");
+  std::filesystem::create_directories(dir_.path() / "sys/module/nvidia");
   std::stop_source stop;
   std::future<absl::Status> waiting = std::async(std::launch::async, [&] {
     return agent::WaitForSafeLoad(*client_, Options("gpuop-driver-x"), stop.get_token());

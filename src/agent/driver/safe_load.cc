@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <mutex>
 
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/mountinfo.h"
 #include "kube/client/resource.h"
 
 namespace gpuop::agent {
@@ -18,22 +18,6 @@ constexpr char kFieldManager[] = "gpuop-driver";
 bool Exists(const std::string& path) {
   struct stat info {};
   return stat(path.c_str(), &info) == 0;
-}
-
-// Whether `dir` has anything in it; nullopt when it exists but cannot be read.
-std::optional<bool> HasEntries(const std::string& dir) {
-  DIR* handle = opendir(dir.c_str());
-  if (handle == nullptr) return Exists(dir) ? std::nullopt : std::optional<bool>(false);
-  bool any = false;
-  while (const dirent* entry = readdir(handle)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") {
-      any = true;
-      break;
-    }
-  }
-  closedir(handle);
-  return any;
 }
 
 // Waits `d` or until `stop` is requested; false when stopped.
@@ -71,13 +55,17 @@ std::optional<std::string> LoadedDriver(const LoadedDriverPaths& paths) {
   if (Exists(paths.module_dir)) {
     return absl::StrCat("the NVIDIA kernel module is loaded (", paths.module_dir, " exists)");
   }
-  const std::optional<bool> published = HasEntries(paths.driver_root);
-  if (!published.has_value()) {
-    return absl::StrCat("the driver root ", paths.driver_root,
-                        " cannot be read, so a driver may be loaded");
+  const std::optional<bool> mounted = common::MountedOn(paths.mountinfo, paths.driver_root);
+  if (!mounted.has_value()) {
+    return absl::StrCat(paths.mountinfo, " cannot be read, so a driver may be loaded at ",
+                        paths.driver_root);
   }
-  if (*published) {
-    return absl::StrCat("a driver root is published at ", paths.driver_root,
+  if (*mounted) {
+    return absl::StrCat("a driver root is mounted at ", paths.driver_root,
+                        " (an earlier driver container has not unloaded)");
+  }
+  if (Exists(absl::StrCat(paths.driver_root, "/usr/bin/nvidia-smi"))) {
+    return absl::StrCat("a driver's files are published at ", paths.driver_root,
                         " (an earlier driver container has not unloaded)");
   }
   return std::nullopt;

@@ -29,13 +29,17 @@ inline constexpr char kSafeLoadAnnotation[] = "gpuop.io/driver-wait-for-safe-loa
 struct LoadedDriverPaths {
   // The NVIDIA kernel module's sysfs directory: present while the module is loaded.
   std::string module_dir = "/sys/module/nvidia";
-  // The driver root a driver container publishes (NVIDIA's mounts its root there and unmounts it
-  // when it unloads): anything in it is a driver that has not been taken down.
+  // The driver root a driver container publishes: NVIDIA's mounts its root there and unmounts it
+  // when it unloads. A mount there, or a driver's files (usr/bin/nvidia-smi) left in it, is a
+  // driver that has not been taken down. Other files do not count: the kubelet creates the
+  // driver pod's firmware directory (lib/firmware) there before any driver runs.
   std::string driver_root = "/run/nvidia/driver";
+  // This process's mount table, where a mount on the driver root shows.
+  std::string mountinfo = "/proc/self/mountinfo";
 };
 
 // Why a driver counts as loaded ("the kernel module is loaded (/sys/module/nvidia exists)"), or
-// nullopt when none is. An unreadable driver root counts as loaded: waiting is the safe mistake.
+// nullopt when none is. An unreadable mount table counts as loaded: waiting is the safe mistake.
 std::optional<std::string> LoadedDriver(const LoadedDriverPaths& paths);
 
 struct SafeLoadOptions {

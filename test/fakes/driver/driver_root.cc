@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/mountinfo.h"
 #include "test/fakes/nvml/embedded.h"
 
 namespace gpuop::fakedriver {
@@ -30,35 +31,12 @@ std::string Join(const std::string& root, absl::string_view relative) {
   return absl::StrCat(root, root.back() == '/' ? "" : "/", relative);
 }
 
-// A mountinfo path with its octal escapes (\040 for a space) decoded.
-std::string Unescape(absl::string_view text) {
-  auto octal = [](char c) { return c >= '0' && c <= '7'; };
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 3 < text.size() && octal(text[i + 1]) && octal(text[i + 2]) &&
-        octal(text[i + 3])) {
-      out.push_back(static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 +
-                                      (text[i + 3] - '0')));
-      i += 3;
-    } else {
-      out.push_back(text[i]);
-    }
-  }
-  return out;
-}
-
 bool IsMountPoint(const std::string& path) {
   char* resolved = realpath(path.c_str(), nullptr);
   if (resolved == nullptr) return false;
   const std::string canonical = resolved;
   std::free(resolved);
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(mountinfo, line)) {
-    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
-    if (fields.size() > 4 && Unescape(fields[4]) == canonical) return true;
-  }
-  return false;
+  return common::MountedOn("/proc/self/mountinfo", canonical).value_or(false);
 }
 
 // Removes everything below `dir`, not `dir` itself.
