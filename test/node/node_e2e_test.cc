@@ -284,6 +284,25 @@ TEST_F(NodeE2ETest, EightGpusBecomeAllocatableThroughTheRealKubelet) {
                     absl::FormatDuration(*created - S().installed_at).c_str(),
                     absl::FormatDuration(*started - *created).c_str());
       }
+      const json init = (*driver)["status"].value("initContainerStatuses", json::array());
+      if (created.ok() && !init.empty()) {
+        const json& ran = init[0]["state"].value("terminated", json::object());
+        absl::StatusOr<absl::Time> from = kube::ParseTimestamp(ran.value("startedAt", ""));
+        absl::StatusOr<absl::Time> to = kube::ParseTimestamp(ran.value("finishedAt", ""));
+        if (from.ok() && to.ok()) {
+          std::printf("[node]   driver pod created -> safe-load step started: %s, ran %s\n",
+                      absl::FormatDuration(*from - *created).c_str(),
+                      absl::FormatDuration(*to - *from).c_str());
+        }
+      }
+      // A first driver waits for nothing: its safe-load step finds no driver loaded.
+      absl::StatusOr<std::string> safe_load =
+          ContainerLog(Cluster().node().pod_logs, kNamespace,
+                       (*driver)["metadata"].value("name", ""), "safe-load");
+      EXPECT_TRUE(safe_load.ok()) << safe_load.status();
+      if (safe_load.ok()) {
+        EXPECT_THAT(*safe_load, ::testing::HasSubstr("no driver is loaded")) << *safe_load;
+      }
     }
   }
   // With the driver present: from the validator's driver check passing (its ready file) to the
