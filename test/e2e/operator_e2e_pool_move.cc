@@ -1,6 +1,7 @@
 // Act 4: a node with a running driver moves to a GPUNodePool of its own driver version, and back
 // when the pool is deleted; then to another OS's driver image (its OS upgraded, as NFD labels it)
-// and back. The DaemonSet controller would kill its driver at once if its gpuop.io/driver.pool or
+// and back; then its operands are turned off and its driver leaves the same way. The DaemonSet
+// controller would kill its driver at once if its gpuop.io/driver.pool or
 // gpuop.io/driver.os label changed (or its DaemonSet went); the operator keeps the label and the
 // DaemonSet, records the target, and the upgrade switches the label. With automatic upgrades off
 // the node must hold there, its old driver running: a state the test can check at leisure, rather
@@ -165,6 +166,60 @@ void OperatorE2eTest::MoveANodeToAPool() {
         return absl::IsNotFound(ds.status()) ? absl::StatusOr<std::string>("") : ds.status();
       });
   EXPECT_TRUE(pruned.ok()) << pruned;
+
+  // Operands turned off on the node: every component but the driver goes at once, the driver
+  // through the upgrade (gpuop.io/driver-removal), its pod untouched while upgrades are off.
+  absl::StatusOr<std::map<std::string, Json>> before = OperandPods("gpuop-driver-debian12");
+  ASSERT_TRUE(before.ok() && before->contains(node));
+  const std::string driver_uid = (*before)[node]["metadata"].value("uid", "");
+  const auto set_operands = [&](const Json& value) {
+    ASSERT_TRUE(client_
+                    ->Patch(resources::kNodes, "", node, kube::PatchType::kMergePatch,
+                            {{"metadata", {{"labels", {{"gpuop.io/deploy.operands", value}}}}}})
+                    .ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(SetAutoUpgrade(false));
+  ASSERT_NO_FATAL_FAILURE(set_operands("false"));
+  const absl::Status held = AwaitDone(
+      "the driver's removal held", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<Json> n = client_->Get(resources::kNodes, "", node);
+        if (!n.ok()) return n.status();
+        if (AnnotationOf(*n, "gpuop.io/driver-removal") != "operands-disabled") return "no removal";
+        if (LabelOf(*n, kUpgradeState) != "upgrade-required")
+          return "state " + LabelOf(*n, kUpgradeState);
+        return "";
+      });
+  ASSERT_TRUE(held.ok()) << held << operator_->LogTail();
+  absl::StatusOr<std::map<std::string, Json>> during = OperandPods("gpuop-driver-debian12");
+  ASSERT_TRUE(during.ok() && during->contains(node)) << "the driver went before the upgrade ran";
+  EXPECT_EQ((*during)[node]["metadata"].value("uid", ""), driver_uid);
+  EXPECT_FALSE((*during)[node]["metadata"].contains("deletionTimestamp"));
+  ASSERT_NO_FATAL_FAILURE(SetAutoUpgrade(true));
+  const absl::Status removed =
+      AwaitDone("the driver off the node", absl::Minutes(5), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<Json> n = client_->Get(resources::kNodes, "", node);
+        if (!n.ok()) return n.status();
+        absl::StatusOr<std::map<std::string, Json>> pods = OperandPods("gpuop-driver-debian12");
+        if (!pods.ok()) return pods.status();
+        if (pods->contains(node)) return "the driver pod is still there";
+        if (LabelOf(*n, kUpgradeState) != kUpgradeDone)
+          return "state " + LabelOf(*n, kUpgradeState);
+        if (HasAnnotation(*n, "gpuop.io/driver-removal")) return "the removal annotation is left";
+        if (Cordoned(*n)) return "still cordoned";
+        return "";
+      });
+  ASSERT_TRUE(removed.ok()) << removed << operator_->LogTail();
+  // Operands back on: the driver returns.
+  ASSERT_NO_FATAL_FAILURE(set_operands(nullptr));
+  const absl::Status back = AwaitDone(
+      "the driver back on the node", absl::Minutes(3), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<std::map<std::string, Json>> pods = OperandPods("gpuop-driver-debian12");
+        if (!pods.ok()) return pods.status();
+        if (!pods->contains(node) || !PodRunningAndReady((*pods)[node]))
+          return "no Ready driver pod";
+        return "";
+      });
+  EXPECT_TRUE(back.ok()) << back << operator_->LogTail();
 }
 
 }  // namespace gpuop::test

@@ -110,7 +110,12 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
   const std::string component = ComponentName(s.component);
   Json node_selector = Json::object();
   if (s.deploy_label) node_selector[absl::StrCat(kDeployLabelPrefix, component)] = "true";
-  for (const auto& [k, v] : policy.node_selector) node_selector[k] = v;
+  // Not the driver's: a node leaving the policy's nodeSelector would lose its driver at once.
+  // Node labelling admits nodes by it (gpuop.io/deploy.driver), and a driver leaves through the
+  // upgrade (gpuop.io/driver-removal).
+  if (s.component != Component::kDriver) {
+    for (const auto& [k, v] : policy.node_selector) node_selector[k] = v;
+  }
   for (const auto& [k, v] : s.extra_node_selector) node_selector[k] = v;
 
   Json env = Json::array({
