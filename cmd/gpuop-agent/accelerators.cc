@@ -40,8 +40,22 @@ void AddHardwareFlags(CLI::App& command, HardwareFlags& flags) {
 }
 
 agent::HealthPolicy HealthPolicyFlags::Policy() const {
-  return {.ignored_xids = {ignore_xids.begin(), ignore_xids.end()},
-          .recover_after = absl::Seconds(recover_after_seconds)};
+  const auto env = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+  };
+  agent::XidChecks checks =
+      agent::ResolveXidChecks({.ignore_xids = ignore_xids,
+                               .replace_default_ignored = replace_default_ignored_xids,
+                               .disable = env("DP_DISABLE_HEALTHCHECKS"),
+                               .enable = env("DP_ENABLE_HEALTHCHECKS")});
+  for (const std::string& entry : checks.skipped) {
+    std::fprintf(stderr,
+                 "health: ignoring \"%s\" in DP_DISABLE_HEALTHCHECKS/DP_ENABLE_HEALTHCHECKS: not "
+                 "an XID, \"all\" or \"xids\"\n",
+                 entry.c_str());
+  }
+  return {.xid_checks = std::move(checks), .recover_after = absl::Seconds(recover_after_seconds)};
 }
 
 void AddHealthPolicyFlags(CLI::App& command, HealthPolicyFlags& flags) {
@@ -51,9 +65,12 @@ void AddHealthPolicyFlags(CLI::App& command, HealthPolicyFlags& flags) {
       ->capture_default_str();
   command
       .add_option("--ignore-xids", flags.ignore_xids,
-                  "XIDs that do not make a GPU unhealthy (application errors)")
-      ->delimiter(',')
-      ->capture_default_str();
+                  "More XIDs that do not make a GPU unhealthy, besides the application errors "
+                  "13, 31, 43, 45, 68 and 109 (DP_DISABLE_HEALTHCHECKS and DP_ENABLE_HEALTHCHECKS "
+                  "apply too, as in NVIDIA's device plugin)")
+      ->delimiter(',');
+  command.add_flag("--replace-default-ignored-xids", flags.replace_default_ignored_xids,
+                   "--ignore-xids replaces the default ignored XIDs instead of adding to them");
 }
 
 void AddNodeNameFlag(CLI::App& command, std::string& node_name, const std::string& purpose) {

@@ -48,7 +48,8 @@ void AddHardwareFlags(CLI::App& command, HardwareFlags& flags);
 // When a GPU counts as unhealthy, as flags of the subcommands that judge health.
 struct HealthPolicyFlags {
   int recover_after_seconds = 600;
-  std::vector<uint64_t> ignore_xids = {13, 31, 43, 45, 68, 109};
+  std::vector<uint64_t> ignore_xids;  // added to the default ignored XIDs
+  bool replace_default_ignored_xids = false;
 
   agent::HealthPolicy Policy() const;
 };

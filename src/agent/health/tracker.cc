@@ -29,7 +29,7 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
     const absl::Time at = e.time == absl::Time() ? clock_.Now() : e.time;
     switch (e.kind) {
       case hw::HardwareEvent::Kind::kXid: {
-        if (policy_.ignored_xids.contains(e.xid)) break;
+        if (policy_.xid_checks.Ignored(e.xid)) break;
         const std::string reason = absl::StrCat("XID ", e.xid);
         if (e.gpu_instance_id.has_value()) {
           auto [it, inserted] = gpu.instances.try_emplace(

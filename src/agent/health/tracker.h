@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "agent/health/xid_checks.h"
 #include "common/clock.h"
 #include "hw/model.h"
 
@@ -17,10 +18,11 @@ namespace gpuop::agent {
 
 // What makes a device unhealthy and when it may return.
 struct HealthPolicy {
-  // Application errors that say nothing about the GPU (NVIDIA's device plugin ignores the same
-  // ones): graphics engine exception, page fault, GPU stopped processing, preemptive cleanup,
-  // video processor exception, context switch timeout.
-  std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
+  // The XIDs that do not make a GPU unhealthy (xid_checks.h). By default the application errors
+  // that say nothing about the GPU (NVIDIA's device plugin ignores the same ones): graphics
+  // engine exception, page fault, GPU stopped processing, preemptive cleanup, video processor
+  // exception, context switch timeout.
+  XidChecks xid_checks = {.ignored = kDefaultIgnoredXids};
   // A GPU marked unhealthy by an XID or a double-bit ECC error returns to Healthy after this long
   // without another one. Zero keeps it unhealthy until the agent restarts (NVIDIA's behaviour).
   absl::Duration recover_after = absl::Minutes(10);

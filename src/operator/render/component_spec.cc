@@ -36,6 +36,13 @@ std::vector<std::string> Agent(std::initializer_list<std::string> args) {
 
 std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToInt64Seconds(d)); }
 
+// The policy's health.ignoredXids is the whole set of ignored XIDs (its default is the
+// application errors): the agent's --ignore-xids adds to its defaults, so they are replaced.
+void AddIgnoredXids(std::vector<std::string>& command, const std::vector<int64_t>& xids) {
+  command.push_back("--replace-default-ignored-xids");
+  if (!xids.empty()) command.push_back("--ignore-xids=" + absl::StrJoin(xids, ","));
+}
+
 }  // namespace
 
 ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::string& ns) {
@@ -105,8 +112,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
           Agent({"device-plugin", kHostRootFlag, "--config-dir=/etc/gpuop/device-plugin",
                  "--config-name=" + c.device_plugin_default_config,
                  "--health-file=/run/gpuop/gpu-health.json", "--layout-file=/run/gpuop/mig-layout",
-                 "--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","),
                  "--recover-after=" + Seconds(c.recover_after)});
+      AddIgnoredXids(s.command, c.ignored_xids);
       s.mounts = {kDevicePlugins, kHostRoot, kRunGpuop};
       s.rules = {kReadNodes};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's device plugin too)
@@ -115,8 +122,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       break;
     case Component::kHealth:
       s.command = Agent({"health", kHostRootFlag, "--health-file=/run/gpuop/gpu-health.json",
-                         "--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","),
                          "--recover-after=" + Seconds(c.recover_after)});
+      AddIgnoredXids(s.command, c.ignored_xids);
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus, kWriteEvents};
       s.privileged = true;  // waits for XID events on the GPUs' device nodes
