@@ -2,7 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
+#include "common/signals.h"
 #include "hw/amd/amd_accelerator.h"
 #include "hw/nvml/driver_library.h"
 #include "hw/nvml/nvml_accelerator.h"
@@ -71,6 +73,22 @@ void AddHealthPolicyFlags(CLI::App& command, HealthPolicyFlags& flags) {
       ->delimiter(',');
   command.add_flag("--replace-default-ignored-xids", flags.replace_default_ignored_xids,
                    "--ignore-xids replaces the default ignored XIDs instead of adding to them");
+}
+
+std::unique_ptr<kube::Client> ClientUntilSignal(const std::string& kubeconfig,
+                                                const std::string& component, const char* command,
+                                                std::stop_source stop) {
+  common::BlockTerminationSignals();
+  absl::StatusOr<std::unique_ptr<kube::Client>> client = MakeClient(kubeconfig, component);
+  if (!client.ok()) {
+    std::fprintf(stderr, "%s: %s\n", command, client.status().ToString().c_str());
+    std::exit(1);
+  }
+  std::thread([stop]() mutable {
+    common::WaitForTerminationSignal();
+    stop.request_stop();
+  }).detach();
+  return *std::move(client);
 }
 
 void AddNodeNameFlag(CLI::App& command, std::string& node_name, const std::string& purpose) {

@@ -2,6 +2,7 @@
 #define GPUOP_CMD_GPUOP_AGENT_ACCELERATORS_H_
 
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kube
 
 // Registers the flags on `command`.
 void AddHardwareFlags(CLI::App& command, HardwareFlags& flags);
+
+// For a command that works against the API server until SIGTERM or SIGINT: blocks those signals,
+// makes the client (printing "<command>: <error>" and exiting 1 when it cannot) and starts a
+// detached thread that requests `stop` on the first of them. Such a command ends with
+// std::exit.
+std::unique_ptr<kube::Client> ClientUntilSignal(const std::string& kubeconfig,
+                                                const std::string& component, const char* command,
+                                                std::stop_source stop);
 
 // When a GPU counts as unhealthy, as flags of the subcommands that judge health.
 struct HealthPolicyFlags {

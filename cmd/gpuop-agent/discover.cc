@@ -5,13 +5,13 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <stop_token>
-#include <thread>
 
 #include "agent/discover/pci_node.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
-#include "common/signals.h"
+#include "common/clock.h"
 
 namespace gpuop::cmd {
 
@@ -93,31 +93,25 @@ void AddDiscoverPciCommand(CLI::App& app) {
       std::fprintf(stderr, "discover-pci: --node-name (or $NODE_NAME) is required\n");
       std::exit(2);
     }
-    common::BlockTerminationSignals();
-    absl::StatusOr<std::unique_ptr<kube::Client>> client =
-        MakeClient(flags->kubeconfig, "agent-discovery");
-    if (!client.ok()) {
-      std::fprintf(stderr, "discover-pci: %s\n", client.status().ToString().c_str());
-      std::exit(1);
-    }
     std::stop_source stop;
-    std::jthread signals([&stop] {
-      common::WaitForTerminationSignal();
-      stop.request_stop();
-    });
+    const std::unique_ptr<kube::Client> client =
+        ClientUntilSignal(flags->kubeconfig, "agent-discovery", "discover-pci", stop);
     absl::StatusOr<agent::PciNodeVerdict> verdict =
-        agent::DiscoverAndLabel(**client,
+        agent::DiscoverAndLabel(*client,
                                 {.sysfs_root = flags->sysfs_root,
                                  .os_release = flags->os_release,
                                  .node_name = flags->node_name},
                                 stop.get_token());
     if (!verdict.ok()) std::exit(0);  // stopped before it could label: the next pod will
-    for (const auto& [key, value] : agent::DiscoveryLabels(*verdict)) {
+    std::map<std::string, std::string> labelled = agent::DiscoveryLabels(*verdict);
+    if (!flags->os_release.empty()) labelled.merge(agent::OsReleaseLabels(flags->os_release));
+    for (const auto& [key, value] : labelled) {
       std::printf("labelled node %s %s=%s\n", flags->node_name.c_str(), key.c_str(), value.c_str());
     }
     std::fflush(stdout);
     if (flags->once) std::exit(0);
-    signals.join();  // until SIGTERM
+    while (common::Clock::Real().SleepFor(absl::Hours(1), stop.get_token())) {
+    }  // until SIGTERM
     std::exit(0);
   });
 }

@@ -2,12 +2,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stop_token>
-#include <thread>
 
 #include "agent/driver/safe_load.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
-#include "common/signals.h"
 
 namespace gpuop::cmd {
 
@@ -44,19 +42,10 @@ void AddDriverSafeLoadCommand(CLI::App& app) {
       std::exit(2);
     }
     flags->options.poll = absl::Seconds(flags->poll_seconds);
-    common::BlockTerminationSignals();
-    absl::StatusOr<std::unique_ptr<kube::Client>> client =
-        MakeClient(flags->kubeconfig, "agent-driver");
-    if (!client.ok()) {
-      std::fprintf(stderr, "driver-safe-load: %s\n", client.status().ToString().c_str());
-      std::exit(1);
-    }
     std::stop_source stop;
-    std::jthread signals([&stop] {
-      common::WaitForTerminationSignal();
-      stop.request_stop();
-    });
-    const absl::Status done = agent::WaitForSafeLoad(**client, flags->options, stop.get_token());
+    const std::unique_ptr<kube::Client> client =
+        ClientUntilSignal(flags->kubeconfig, "agent-driver", "driver-safe-load", stop);
+    const absl::Status done = agent::WaitForSafeLoad(*client, flags->options, stop.get_token());
     std::fflush(stdout);
     if (!done.ok()) {
       std::fprintf(stderr, "driver-safe-load: %s\n", done.ToString().c_str());

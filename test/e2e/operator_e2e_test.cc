@@ -95,9 +95,22 @@ void OperatorE2eTest::Converge() {
   // at the policy's version.
   absl::StatusOr<kube::ObjectList> daemon_sets = client_->List(resources::kDaemonSets, ns_);
   ASSERT_TRUE(daemon_sets.ok()) << daemon_sets.status();
+  // Every operand but the driver's belongs to the policy (its uid), so the garbage collector
+  // takes it with the policy; the driver's belong to nothing.
+  absl::StatusOr<Json> live_policy = client_->Get(kPolicies, "", "default");
+  ASSERT_TRUE(live_policy.ok()) << live_policy.status();
+  const std::string policy_uid = (*live_policy)["metadata"].value("uid", "");
   std::set<std::string> names;
   for (const Json& ds : daemon_sets->items) {
     names.insert(Name(ds));
+    const Json owners = ds["metadata"].value("ownerReferences", Json::array());
+    if (LabelOf(ds, "app.kubernetes.io/component") == "driver") {
+      EXPECT_TRUE(owners.empty()) << Name(ds);
+    } else {
+      ASSERT_EQ(owners.size(), 1u) << Name(ds);
+      EXPECT_EQ(owners[0].value("uid", ""), policy_uid) << Name(ds);
+      EXPECT_EQ(owners[0].value("kind", ""), "GPUClusterPolicy") << Name(ds);
+    }
     EXPECT_EQ(ds["status"].value("desiredNumberScheduled", 0), kGpuNodeCount) << Name(ds);
     EXPECT_EQ(ds["status"].value("numberReady", 0), kGpuNodeCount) << Name(ds);
     if (Name(ds) == "gpuop-driver-debian12") {

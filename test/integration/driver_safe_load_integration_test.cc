@@ -57,21 +57,28 @@ class DriverSafeLoadIntegrationTest : public ::testing::Test {
             .ok());
   }
 
+  // The safe-load step of pod `pod`, started in the background once a driver is loaded, and
+  // the wait until its request is on the Node.
+  std::future<absl::Status> StartWaiting(const std::string& pod, std::stop_source& stop) {
+    std::filesystem::create_directories(dir_.path() / "sys/module/nvidia");
+    std::future<absl::Status> waiting = std::async(std::launch::async, [this, pod, &stop] {
+      return agent::WaitForSafeLoad(*client_, Options(pod), stop.get_token());
+    });
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (Request() != pod && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
+    EXPECT_EQ(Request(), pod);
+    return waiting;
+  }
+
   std::unique_ptr<kube::Client> client_;
   std::string node_;
   fakes::TempDir dir_;
 };
 
 TEST_F(DriverSafeLoadIntegrationTest, ALoadedDriverWaitsUntilTheOperatorRemovesTheRequest) {
-  std::filesystem::create_directories(dir_.path() / "sys/module/nvidia");
   std::stop_source stop;
-  std::future<absl::Status> waiting = std::async(std::launch::async, [&] {
-    return agent::WaitForSafeLoad(*client_, Options("gpuop-driver-abcde"), stop.get_token());
-  });
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (Request() != "gpuop-driver-abcde" && absl::Now() < deadline)
-    absl::SleepFor(absl::Milliseconds(50));
-  ASSERT_EQ(Request(), "gpuop-driver-abcde");
+  std::future<absl::Status> waiting = StartWaiting("gpuop-driver-abcde", stop);
+  ASSERT_FALSE(HasFailure());
   EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
       << "the pod must not load while its request stands";
   SetRequest(nullptr);  // what the operator's pod-restart-required step does
@@ -87,14 +94,8 @@ TEST_F(DriverSafeLoadIntegrationTest, NothingLoadedLoadsAtOnceAndClearsAnEarlier
 }
 
 TEST_F(DriverSafeLoadIntegrationTest, AStoppedPodReturnsCancelled) {
-  std::filesystem::create_directories(dir_.path() / "sys/module/nvidia");
   std::stop_source stop;
-  std::future<absl::Status> waiting = std::async(std::launch::async, [&] {
-    return agent::WaitForSafeLoad(*client_, Options("gpuop-driver-x"), stop.get_token());
-  });
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (Request() != "gpuop-driver-x" && absl::Now() < deadline)
-    absl::SleepFor(absl::Milliseconds(50));
+  std::future<absl::Status> waiting = StartWaiting("gpuop-driver-x", stop);
   stop.request_stop();
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_TRUE(absl::IsCancelled(waiting.get()));

@@ -35,6 +35,22 @@ json ProbePod(const std::string& name) {
                {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}}}}}}};
 }
 
+namespace {
+
+// The Node, with its upgrade message added to `messages` (the messages it goes through, in
+// turn, for a failure's report).
+absl::StatusOr<json> NodeNoting(std::set<std::string>& messages) {
+  absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+  if (node.ok()) {
+    if (std::string m = AnnotationOf(*node, "gpuop.io/driver-upgrade-message"); !m.empty()) {
+      messages.insert(m);
+    }
+  }
+  return node;
+}
+
+}  // namespace
+
 void DriverUpgradeStep() {
   absl::StatusOr<std::vector<json>> before = Pods(kNamespace);
   ASSERT_TRUE(before.ok()) << before.status();
@@ -64,53 +80,51 @@ void DriverUpgradeStep() {
   std::set<std::string> paused;    // deploy labels seen paused
   std::optional<std::vector<std::string>> clients_at_driver_deletion;
   std::string failure;  // the node's message once the upgrade failed
-  absl::Status done = AwaitDone(
-      "upgrade-done with a new driver pod Ready", absl::Minutes(6),
-      [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
-        if (!node.ok()) return node.status();
-        if (std::string m = AnnotationOf(*node, "gpuop.io/driver-upgrade-message"); !m.empty()) {
-          messages.insert(m);
-        }
-        const json labels = (*node)["metadata"].value("labels", json::object());
-        for (const auto& [key, value] : labels.items()) {
-          if (value == "paused-for-driver-upgrade") paused.insert(key);
-        }
-        absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
-        if (!pods.ok()) return pods.status();
-        const json* driver = DriverPod(*pods);
-        const bool old_going = driver == nullptr ||
-                               (*driver)["metadata"].value("uid", "") != old_uid ||
-                               (*driver)["metadata"].contains("deletionTimestamp");
-        if (old_going && !clients_at_driver_deletion.has_value()) {
-          // Client pods created once the new driver pod exists are the ones brought back after
-          // it (seen when a slow poll first notices the old driver gone late): not counted.
-          const std::string new_driver_created =
-              driver != nullptr && (*driver)["metadata"].value("uid", "") != old_uid
-                  ? (*driver)["metadata"].value("creationTimestamp", "")
-                  : "";
-          std::vector<json> before_new_driver;
-          for (const json& pod : *pods) {
-            if (new_driver_created.empty() ||
-                pod["metadata"].value("creationTimestamp", "") < new_driver_created) {
-              before_new_driver.push_back(pod);
-            }
-          }
-          clients_at_driver_deletion = ClientPods(before_new_driver);
-        }
-        const std::string state = LabelOf(*node, "gpuop.io/driver-upgrade-state");
-        if (state == "upgrade-failed") {
-          failure = AnnotationOf(*node, "gpuop.io/driver-upgrade-message");
-          return std::string();
-        }
-        if (driver == nullptr || (*driver)["metadata"].value("uid", "") == old_uid) {
-          return absl::StrCat("state ", state, "; the old driver pod still there");
-        }
-        if (state != "upgrade-done" || !PodRunningAndReady(*driver)) {
-          return absl::StrCat("state ", state, "; ", PodSummary(*driver));
-        }
-        return std::string();
-      });
+  absl::Status done =
+      AwaitDone("upgrade-done with a new driver pod Ready", absl::Minutes(6),
+                [&]() -> absl::StatusOr<std::string> {
+                  absl::StatusOr<json> node = NodeNoting(messages);
+                  if (!node.ok()) return node.status();
+                  const json labels = (*node)["metadata"].value("labels", json::object());
+                  for (const auto& [key, value] : labels.items()) {
+                    if (value == "paused-for-driver-upgrade") paused.insert(key);
+                  }
+                  absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
+                  if (!pods.ok()) return pods.status();
+                  const json* driver = DriverPod(*pods);
+                  const bool old_going = driver == nullptr ||
+                                         (*driver)["metadata"].value("uid", "") != old_uid ||
+                                         (*driver)["metadata"].contains("deletionTimestamp");
+                  if (old_going && !clients_at_driver_deletion.has_value()) {
+                    // Client pods created once the new driver pod exists are the ones brought back
+                    // after it (seen when a slow poll first notices the old driver gone late): not
+                    // counted.
+                    const std::string new_driver_created =
+                        driver != nullptr && (*driver)["metadata"].value("uid", "") != old_uid
+                            ? (*driver)["metadata"].value("creationTimestamp", "")
+                            : "";
+                    std::vector<json> before_new_driver;
+                    for (const json& pod : *pods) {
+                      if (new_driver_created.empty() ||
+                          pod["metadata"].value("creationTimestamp", "") < new_driver_created) {
+                        before_new_driver.push_back(pod);
+                      }
+                    }
+                    clients_at_driver_deletion = ClientPods(before_new_driver);
+                  }
+                  const std::string state = LabelOf(*node, "gpuop.io/driver-upgrade-state");
+                  if (state == "upgrade-failed") {
+                    failure = AnnotationOf(*node, "gpuop.io/driver-upgrade-message");
+                    return std::string();
+                  }
+                  if (driver == nullptr || (*driver)["metadata"].value("uid", "") == old_uid) {
+                    return absl::StrCat("state ", state, "; the old driver pod still there");
+                  }
+                  if (state != "upgrade-done" || !PodRunningAndReady(*driver)) {
+                    return absl::StrCat("state ", state, "; ", PodSummary(*driver));
+                  }
+                  return std::string();
+                });
   ASSERT_TRUE(done.ok()) << done << "\nmessages seen: " << absl::StrJoin(messages, " | ");
   ASSERT_EQ(failure, "") << "the upgrade failed; messages seen: " << absl::StrJoin(messages, " | ");
   std::printf("[node] driver upgrade (policy change -> upgrade-done, one node): %s\n",
@@ -208,11 +222,8 @@ void SafeLoadStep() {
   absl::Status done = AwaitDone(
       "the new driver pod loaded after a safe load", absl::Minutes(6),
       [&]() -> absl::StatusOr<std::string> {
-        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+        absl::StatusOr<json> node = NodeNoting(messages);
         if (!node.ok()) return node.status();
-        if (std::string m = AnnotationOf(*node, "gpuop.io/driver-upgrade-message"); !m.empty()) {
-          messages.insert(m);
-        }
         absl::StatusOr<std::vector<json>> pods = Pods(kNamespace);
         if (!pods.ok()) return pods.status();
         const json* driver = DriverPod(*pods);

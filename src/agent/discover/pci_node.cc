@@ -1,15 +1,13 @@
 #include "agent/discover/pci_node.h"
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "agent/labels/inventory.h"
+#include "common/clock.h"
 #include "hw/pci/sysfs.h"
 #include "kube/client/resource.h"
 
@@ -119,20 +117,6 @@ absl::Status LabelNode(kube::Client& client, const std::string& node_name,
   return absl::OkStatus();
 }
 
-namespace {
-
-// Waits `d` or until `stop` is requested; false when stopped.
-bool Wait(absl::Duration d, std::stop_token stop) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  cv.wait_for(lock, stop, std::chrono::milliseconds(absl::ToInt64Milliseconds(d)),
-              [] { return false; });
-  return !stop.stop_requested();
-}
-
-}  // namespace
-
 absl::StatusOr<PciNodeVerdict> DiscoverAndLabel(kube::Client& client,
                                                 const DiscoveryOptions& options,
                                                 std::stop_token stop) {
@@ -155,7 +139,7 @@ absl::StatusOr<PciNodeVerdict> DiscoverAndLabel(kube::Client& client,
     }
     std::fprintf(stderr, "discover-pci: %s; retrying in %s\n", failed.ToString().c_str(),
                  absl::FormatDuration(backoff).c_str());
-    if (!Wait(backoff, stop)) break;
+    if (!common::Clock::Real().SleepFor(backoff, stop)) break;
     backoff = std::min(backoff * 2, options.retry_max);
   }
   return absl::CancelledError("discover-pci: stopped");

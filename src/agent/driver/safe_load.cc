@@ -1,12 +1,11 @@
 #include "agent/driver/safe_load.h"
 
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/mountinfo.h"
 #include "kube/client/resource.h"
 
@@ -18,16 +17,6 @@ constexpr char kFieldManager[] = "gpuop-driver";
 bool Exists(const std::string& path) {
   struct stat info {};
   return stat(path.c_str(), &info) == 0;
-}
-
-// Waits `d` or until `stop` is requested; false when stopped.
-bool Sleep(absl::Duration d, std::stop_token stop) {
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  cv.wait_for(lock, stop, std::chrono::milliseconds(absl::ToInt64Milliseconds(d)),
-              [] { return false; });
-  return !stop.stop_requested();
 }
 
 // The annotation's value on the Node; "" when absent.
@@ -83,7 +72,8 @@ absl::Status WaitForSafeLoad(kube::Client& client, const SafeLoadOptions& option
       absl::Status status = step();
       if (status.ok() || stop.stop_requested()) return status;
       std::fprintf(stderr, "safe load: %s: %s; retrying\n", what, status.ToString().c_str());
-      if (!Sleep(options.poll, stop)) return absl::CancelledError("safe load: stopped");
+      if (!common::Clock::Real().SleepFor(options.poll, stop))
+        return absl::CancelledError("safe load: stopped");
     }
   };
   if (!loaded.has_value()) {
@@ -116,7 +106,8 @@ absl::Status WaitForSafeLoad(kube::Client& client, const SafeLoadOptions& option
       std::fprintf(stderr, "safe load: read node %s: %s; retrying\n", options.node_name.c_str(),
                    now.status().ToString().c_str());
     }
-    if (!Sleep(options.poll, stop)) return absl::CancelledError("safe load: stopped");
+    if (!common::Clock::Real().SleepFor(options.poll, stop))
+      return absl::CancelledError("safe load: stopped");
   }
 }
 

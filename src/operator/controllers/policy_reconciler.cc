@@ -182,15 +182,16 @@ absl::StatusOr<kube::Result> PolicyReconciler::Reconcile(const std::string& key)
       requeue = std::max(absl::Seconds(1), next_resync_ - now);
     }
   }
-  if (entry != nullptr) GPUOP_RETURN_IF_ERROR(WritePolicyStatus(*entry, invalid, pools, now));
+  if (entry != nullptr) {
+    GPUOP_RETURN_IF_ERROR(WritePolicyStatus(*entry, invalid, pools, driver_os, now));
+  }
   GPUOP_RETURN_IF_ERROR(WritePoolStatuses(pools, now));
   return kube::Result{.requeue_after = requeue};
 }
 
-absl::Status PolicyReconciler::WritePolicyStatus(const PolicyEntry& entry,
-                                                 const absl::Status& invalid,
-                                                 const std::vector<NodePool>& pools,
-                                                 absl::Time now) {
+absl::Status PolicyReconciler::WritePolicyStatus(
+    const PolicyEntry& entry, const absl::Status& invalid, const std::vector<NodePool>& pools,
+    const std::map<std::string, std::set<std::string>>& driver_os, absl::Time now) {
   std::optional<nlohmann::json> previous;
   {
     absl::MutexLock lock(&mu_);
@@ -205,7 +206,7 @@ absl::Status PolicyReconciler::WritePolicyStatus(const PolicyEntry& entry,
   PolicyStatusInput in{
       .generation = entry.generation,
       .pools = pools,
-      .driver_os = DriverOsInUse(),
+      .driver_os = driver_os,
       .daemon_sets = cache_.daemon_sets().store().List(),
       .pods = cache_.pods().store().List(),
       .nodes = cache_.nodes().store().List(),

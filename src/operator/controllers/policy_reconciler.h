@@ -52,8 +52,11 @@ class PolicyReconciler {
 
  private:
   // `invalid`: why the spec cannot be used (InvalidSpec conditions), or OK.
+  // `driver_os`: DriverOsInUse() of this pass.
   absl::Status WritePolicyStatus(const PolicyEntry& entry, const absl::Status& invalid,
-                                 const std::vector<NodePool>& pools, absl::Time now);
+                                 const std::vector<NodePool>& pools,
+                                 const std::map<std::string, std::set<std::string>>& driver_os,
+                                 absl::Time now);
   absl::Status WritePoolStatuses(const std::vector<NodePool>& pools, absl::Time now);
   // The gpuop.io/driver.os values of the nodes per driver pool ("" for the policy's), with the
   // values nodes are moving to (gpuop.io/driver-pool-target, gpuop.io/driver-os-target).
