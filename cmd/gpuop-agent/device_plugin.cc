@@ -1,7 +1,9 @@
 // gpuop-agent device-plugin: serves the node's GPUs to the kubelet until SIGTERM.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
+#include "agent/cdi/kinds.h"
 #include "agent/deviceplugin/agent.h"
 #include "agent/node/node_label_watch.h"
 #include "cmd/gpuop-agent/accelerators.h"
@@ -21,6 +23,8 @@ void AddDevicePluginCommand(CLI::App& app) {
     std::string health_file = "/run/gpuop/gpu-health.json";
     std::string node_name;
     std::string kubeconfig;
+    bool cdi_enabled = true;
+    std::string cdi_dir = "/var/run/cdi";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand("device-plugin",
@@ -41,6 +45,13 @@ void AddDevicePluginCommand(CLI::App& app) {
   AddNodeNameFlag(*sub, flags->node_name,
                   "its label nvidia.com/device-plugin.config picks the configuration");
   sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
+  sub->add_option("--cdi-enabled", flags->cdi_enabled,
+                  "Whether gpuop's CDI component runs on the node; false serves the CDI device "
+                  "list strategies as envvar")
+      ->capture_default_str();
+  sub->add_option("--cdi-dir", flags->cdi_dir,
+                  "The host's CDI spec directory (under --host-root), for the `both` fallback")
+      ->capture_default_str();
   sub->callback([flags] {
     common::BlockTerminationSignals();
     auto accelerators = OpenAccelerators(flags->hardware);
@@ -51,7 +62,12 @@ void AddDevicePluginCommand(CLI::App& app) {
         raw, source,
         {.manager = {.plugin_dir = flags->plugin_dir},
          .health = {.policy = flags->health.Policy(), .external_file = flags->health_file},
-         .layout_file = flags->layout_file});
+         .layout_file = flags->layout_file,
+         .cdi_enabled = flags->cdi_enabled,
+         .cdi_spec = std::filesystem::path(flags->hardware.host_root) /
+                     std::filesystem::path(flags->cdi_dir).relative_path() /
+                     agent::cdi::kNvidiaSpecFileName,
+         .host_root = flags->hardware.host_root});
     if (absl::Status started = plugin.Start(); !started.ok()) {
       std::fprintf(stderr, "device-plugin: %s\n", started.ToString().c_str());
       std::exit(1);
@@ -80,9 +96,6 @@ void AddDevicePluginCommand(CLI::App& app) {
     }
     for (const auto& resource : plugin.manager().resources()) {
       std::fprintf(stderr, "device-plugin: serving %s\n", resource.c_str());
-    }
-    for (const auto& warning : plugin.plan().warnings) {
-      std::fprintf(stderr, "device-plugin: %s\n", warning.c_str());
     }
     if (absl::Status problem = plugin.last_error(); !problem.ok()) {
       // A configuration that did not load, or a MIG layout that does not fit strategy single:

@@ -1,8 +1,9 @@
 #ifndef GPUOP_AGENT_CDI_KINDS_H_
 #define GPUOP_AGENT_CDI_KINDS_H_
 
-// The CDI kinds ("<vendor>/<class>") gpuop's specs define. Header only: the device plugin names
-// devices of these kinds in Allocate without linking the spec generators.
+// The CDI kinds ("<vendor>/<class>") gpuop's specs define, and the NVIDIA spec's file name. Header
+// only: the device plugin names devices of these kinds in Allocate without linking the spec
+// generators.
 //
 // gpuop never defines kind nvidia.com/gpu. NVIDIA's container toolkit (>= 1.18, the
 // nvidia-cdi-refresh service) writes /var/run/cdi/nvidia.yaml with that kind and device names
@@ -17,6 +18,8 @@ namespace gpuop::agent::cdi {
 inline constexpr char kNvidiaCdiVendor[] = "nvidia.gpuop.io";
 inline constexpr char kNvidiaCdiClass[] = "gpu";
 inline constexpr char kNvidiaCdiKind[] = "nvidia.gpuop.io/gpu";
+// The file of gpuop's NVIDIA spec in the CDI directory (/var/run/cdi).
+inline constexpr char kNvidiaSpecFileName[] = "gpuop-nvidia.json";
 
 }  // namespace gpuop::agent::cdi
 

@@ -11,8 +11,6 @@
 
 namespace gpuop::agent::cdi {
 
-inline constexpr char kNvidiaSpecFileName[] = "gpuop-nvidia.json";
-
 struct NvidiaCdiOptions {
   // gpuop's own kind (kinds.h says why it is not nvidia.com/gpu).
   std::string vendor = kNvidiaCdiVendor;

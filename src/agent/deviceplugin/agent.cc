@@ -1,5 +1,7 @@
 #include "agent/deviceplugin/agent.h"
 
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -36,50 +38,118 @@ absl::Status DevicePluginAgent::Replan() {
   return Replan(discovery_failed);
 }
 
+void DevicePluginAgent::Warn(const std::string& message) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!warned_.insert(message).second) return;
+  }
+  if (options_.warn) {
+    options_.warn(message);
+  } else {
+    std::fprintf(stderr, "device-plugin: %s\n", message.c_str());
+  }
+}
+
+absl::StatusOr<AllocateSettings> DevicePluginAgent::Settings(const DevicePluginConfig& config) {
+  AllocateSettings settings{.strategies = config.device_list,
+                            .id_strategy = config.device_id_strategy,
+                            .cdi_annotation_prefix = config.cdi_annotation_prefix,
+                            .pass_device_specs = config.pass_device_specs,
+                            .dev_root = !config.nvidia_dev_root.empty() ? config.nvidia_dev_root
+                                        : !config.nvidia_driver_root.empty()
+                                            ? config.nvidia_driver_root
+                                            : "/",
+                            .gds = config.gds_enabled,
+                            .mofed = config.mofed_enabled,
+                            .gdrcopy = config.gdrcopy_enabled,
+                            .fail_requests_greater_than_one = config.fail_requests_greater_than_one,
+                            .cdi_enabled = options_.cdi_enabled,
+                            .cdi_spec = options_.cdi_spec,
+                            .host_root = options_.host_root};
+  for (int channel : config.imex_channel_ids) {
+    const std::filesystem::path node =
+        options_.host_root / std::filesystem::path(settings.dev_root).relative_path() /
+        absl::StrCat("dev/nvidia-caps-imex-channels/channel", channel);
+    std::error_code ec;
+    if (std::filesystem::exists(node, ec)) {
+      settings.imex_channels.push_back(channel);
+    } else if (config.imex_required) {
+      return absl::FailedPreconditionError(absl::StrCat("imex.required: IMEX channel ", channel,
+                                                        " (", node.string(), ") does not exist"));
+    } else {
+      Warn(absl::StrCat("IMEX channel ", channel, " does not exist on this node; not passed"));
+    }
+  }
+  if (!options_.cdi_enabled && config.device_list.AnyCdi()) {
+    Warn(
+        "gpuop's CDI component is off on this node: the CDI device list strategies are served "
+        "as envvar");
+  }
+  return settings;
+}
+
 absl::Status DevicePluginAgent::Replan(bool& discovery_failed) {
   // One plan at a time, so an older plan never lands after a newer one.
   absl::MutexLock replanning(&replan_mu_);
+  absl::StatusOr<DevicePluginConfig> loaded = source_.Load();
   std::vector<hw::Inventory> inventories;
   std::vector<hw::Gpu> gpus;
   for (hw::Accelerator* accelerator : accelerators_) {
     absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
     if (!inventory.ok()) {
       discovery_failed = true;
+      absl::MutexLock lock(&mu_);
+      init_failed_ = true;
       return inventory.status();
     }
     gpus.insert(gpus.end(), inventory->gpus.begin(), inventory->gpus.end());
     inventories.push_back(*std::move(inventory));
   }
-  absl::StatusOr<DevicePluginConfig> loaded = source_.Load();
-  absl::StatusOr<ResourcePlan> plan =
-      loaded.ok() ? PlanResources(gpus, *loaded) : absl::StatusOr<ResourcePlan>(loaded.status());
   health_.SetInventories(std::move(inventories));
+  // The plan and the Allocate settings of `config`, or why they cannot be had.
+  auto plan_for = [&](const DevicePluginConfig& config)
+      -> absl::StatusOr<std::pair<ResourcePlan, AllocateSettings>> {
+    GPUOP_ASSIGN_OR_RETURN(ResourcePlan plan, PlanResources(gpus, config));
+    GPUOP_ASSIGN_OR_RETURN(AllocateSettings settings, Settings(config));
+    return std::pair{std::move(plan), std::move(settings)};
+  };
+  absl::StatusOr<std::pair<ResourcePlan, AllocateSettings>> planned =
+      loaded.ok() ? plan_for(*loaded) : loaded.status();
   DevicePluginConfig config;
   absl::Status rejected;
   {
     absl::MutexLock lock(&mu_);
-    if (!plan.ok()) {
+    init_failed_ = false;
+    if (!planned.ok()) {
       // Keep serving what was good; say why the new configuration is not in force. With nothing
       // good yet, serve nothing and wait for a configuration that loads.
-      rejected = plan.status();
+      rejected = planned.status();
       last_error_ = rejected;
       if (!config_.has_value()) return rejected;
-      absl::StatusOr<ResourcePlan> kept = PlanResources(gpus, *config_);
-      if (!kept.ok()) return kept.status();
-      plan = std::move(kept);
+      config = *config_;
     } else {
       config_ = *loaded;
+      config = *loaded;
       last_error_ = absl::OkStatus();
     }
-    if (rejected.ok() && !plan->mig_invalid.empty()) {
+  }
+  if (!planned.ok()) {
+    planned = plan_for(config);
+    if (!planned.ok()) return planned.status();
+  }
+  auto& [plan, settings] = *planned;
+  for (const std::string& key : config.not_acted_on) Warn(absl::StrCat("not acted on: ", key));
+  for (const std::string& warning : plan.warnings) Warn(warning);
+  {
+    absl::MutexLock lock(&mu_);
+    if (rejected.ok() && !plan.mig_invalid.empty()) {
       last_error_ = absl::FailedPreconditionError(
-          absl::StrCat("MIG strategy single: ", plan->mig_invalid,
+          absl::StrCat("MIG strategy single: ", plan.mig_invalid,
                        "; nvidia.com/gpu has no devices until the layout is fixed"));
     }
-    plan_ = *plan;
-    config = *config_;
+    plan_ = plan;
   }
-  GPUOP_RETURN_IF_ERROR(manager_.Apply(*plan, config, Topology(gpus), &health_.tracker()));
+  GPUOP_RETURN_IF_ERROR(manager_.Apply(plan, settings, Topology(gpus), &health_.tracker()));
   return rejected;
 }
 
@@ -92,7 +162,14 @@ absl::Status DevicePluginAgent::Start() {
   }
   bool discovery_failed = false;
   if (absl::Status planned = Replan(discovery_failed); !planned.ok() && discovery_failed) {
-    return planned;
+    // NVIDIA's failOnInitError: exit (the kubelet restarts the pod), unless the configuration
+    // says to keep running without GPUs.
+    absl::StatusOr<DevicePluginConfig> loaded = source_.Load();
+    if (!loaded.ok() || loaded->fail_on_init_error) return planned;
+    Warn(absl::StrCat("no GPUs yet (failOnInitError: false; trying again every ",
+                      absl::FormatDuration(options_.init_retry), "): ", planned.message()));
+    absl::MutexLock lock(&mu_);
+    last_error_ = planned;
   }
   GPUOP_RETURN_IF_ERROR(health_.Start());
   config_thread_ = std::jthread([this](std::stop_token stop) { WatchConfig(stop); });
@@ -107,12 +184,19 @@ void DevicePluginAgent::Stop() {
 
 void DevicePluginAgent::WatchConfig(std::stop_token stop) {
   absl::Time next_resync = options_.clock->Now() + options_.resync_interval;
+  absl::Time next_init_retry = options_.clock->Now() + options_.init_retry;
   const int wait_ms = static_cast<int>(absl::ToInt64Milliseconds(options_.poll));
   while (!stop.stop_requested()) {
     // Wake for a configuration or layout change, or (at least) to notice a stop request.
     const bool changed = watch_.Wait(wait_ms);
-    if (!changed && options_.clock->Now() < next_resync) continue;
+    bool retry = false;
+    {
+      absl::MutexLock lock(&mu_);
+      retry = init_failed_ && options_.clock->Now() >= next_init_retry;
+    }
+    if (!changed && !retry && options_.clock->Now() < next_resync) continue;
     next_resync = options_.clock->Now() + options_.resync_interval;
+    next_init_retry = options_.clock->Now() + options_.init_retry;
     if (absl::Status s = Replan(); !s.ok()) {
       absl::MutexLock lock(&mu_);
       last_error_ = s;

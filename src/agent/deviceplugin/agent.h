@@ -1,8 +1,11 @@
 #ifndef GPUOP_AGENT_DEVICEPLUGIN_AGENT_H_
 #define GPUOP_AGENT_DEVICEPLUGIN_AGENT_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +34,19 @@ struct DevicePluginAgentOptions {
   const common::Clock* clock = &common::Clock::Real();
   // Longest wait for a file change, which bounds how long Stop() takes.
   absl::Duration poll = absl::Milliseconds(500);
+  // How often discovery is tried again after it failed under failOnInitError: false.
+  absl::Duration init_retry = absl::Seconds(10);
+  // Whether gpuop's CDI component runs on this node (the operator says so); without it the CDI
+  // device list strategies are served as envvar.
+  bool cdi_enabled = true;
+  // gpuop's CDI spec as this process sees it (under the host root), for the `both` fallback.
+  std::filesystem::path cdi_spec;
+  // Where this process sees the host's root: device nodes and IMEX channels are looked up
+  // below it.
+  std::filesystem::path host_root = "/";
+  // Told each distinct warning once: configuration keys not acted on, strategies moved off
+  // CDI, devices no pattern names. Default: standard error.
+  std::function<void(const std::string&)> warn;
 };
 
 // The `gpuop-agent device-plugin` component: discovers the GPUs, plans resources from the
@@ -53,7 +69,9 @@ class DevicePluginAgent {
   ~DevicePluginAgent();
 
   // Discovers, plans, serves and registers; then watches. Fails only when the device plugin
-  // directory cannot be watched or discovery fails, never because of the configuration.
+  // directory cannot be watched or discovery fails (and the configuration's failOnInitError is
+  // true, NVIDIA's default; with false the plugin serves nothing and tries discovery again every
+  // init_retry), never because of the configuration.
   [[nodiscard]] absl::Status Start();
   void Stop();
 
@@ -75,6 +93,10 @@ class DevicePluginAgent {
   void WatchConfig(std::stop_token stop);
   // Replan(); `discovery_failed` says whether the error (if any) came from discovery.
   absl::Status Replan(bool& discovery_failed);
+  // How Allocate answers under `config`; IMEX channels the config requires but the node lacks
+  // are FailedPrecondition.
+  absl::StatusOr<AllocateSettings> Settings(const DevicePluginConfig& config);
+  void Warn(const std::string& message);
 
   std::vector<hw::Accelerator*> accelerators_;
   ConfigSource& source_;
@@ -86,6 +108,8 @@ class DevicePluginAgent {
   std::optional<DevicePluginConfig> config_ ABSL_GUARDED_BY(mu_);
   ResourcePlan plan_ ABSL_GUARDED_BY(mu_);
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
+  bool init_failed_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> warned_ ABSL_GUARDED_BY(mu_);
   common::FileWatch watch_;
   std::jthread config_thread_;
 };

@@ -3,6 +3,7 @@
 // health that recovers, configuration reloads and kubelet restarts.
 #include "agent/deviceplugin/agent.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -61,7 +62,12 @@ class DevicePluginAgentTest : public ::testing::Test {
                                             .event_wait = absl::Milliseconds(50),
                                             .external_file = dir_.path() / "run" / "health.json"},
                                  .layout_file = dir_.path() / "run" / "layout",
-                                 .poll = absl::Milliseconds(50)});
+                                 .poll = absl::Milliseconds(50),
+                                 .cdi_spec = cdi_spec_,
+                                 .warn = [this](const std::string& w) {
+                                   absl::MutexLock lock(&warnings_mu_);
+                                   warnings_.push_back(w);
+                                 }});
     const absl::Status started = agent_->Start();
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -70,6 +76,9 @@ class DevicePluginAgentTest : public ::testing::Test {
 
   fakes::TempDir dir_;
   std::filesystem::path control_, plugin_dir_, config_dir_;
+  std::filesystem::path cdi_spec_ = dir_.path() / "cdi" / "gpuop-nvidia.json";
+  absl::Mutex warnings_mu_;
+  std::vector<std::string> warnings_;
   std::unique_ptr<hw::NvmlAccelerator> nvml_;
   std::unique_ptr<fakes::FakeKubelet> kubelet_;
   std::unique_ptr<ConfigSource> source_;
@@ -90,6 +99,7 @@ TEST_F(DevicePluginAgentTest, RegistersAndAdvertisesEveryGpuWithNuma) {
 }
 
 TEST_F(DevicePluginAgentTest, AllocateGivesCdiNamesAndTheEnvironmentFallback) {
+  ASSERT_TRUE(common::WriteFileAtomically(cdi_spec_, "{}").ok());
   Start("h100-8x-nvswitch", "flags:\n  deviceListStrategy: both\n");
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
   auto pod = kubelet_->AllocatePod({.pod_namespace = "ml",
@@ -107,6 +117,52 @@ TEST_F(DevicePluginAgentTest, AllocateGivesCdiNamesAndTheEnvironmentFallback) {
   auto unknown = kubelet_->Allocate("nvidia.com/gpu", {{"GPU-nope"}});
   EXPECT_FALSE(unknown.ok());
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("unknown device"));
+  // Without gpuop's spec on the node, `both` hands out the environment variable alone.
+  std::filesystem::remove(cdi_spec_);
+  auto env_only = kubelet_->Allocate("nvidia.com/gpu", {{pod->device_ids[0]}});
+  ASSERT_TRUE(env_only.ok()) << env_only.status();
+  ASSERT_EQ(env_only->container_responses_size(), 1);
+  EXPECT_EQ(env_only->container_responses(0).cdi_devices_size(), 0);
+  EXPECT_EQ(env_only->container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"),
+            pod->device_ids[0]);
+}
+
+TEST_F(DevicePluginAgentTest, AReloadAppliesTheNewSettingsToServedResources) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  auto resource = kubelet_->Resource("nvidia.com/gpu");
+  ASSERT_TRUE(resource.ok()) << resource.status();
+  const std::string id = resource->devices.front().id;
+  auto before = kubelet_->Allocate("nvidia.com/gpu", {{id}});
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->container_responses(0).cdi_devices_size(), 1);
+  const int registrations = agent_->manager().registrations();
+  ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default",
+                                          "version: v1\nflags:\n  plugin:\n"
+                                          "    deviceListStrategy: volume-mounts\n"
+                                          "    deviceIDStrategy: index\n")
+                  .ok());
+  ASSERT_TRUE(agent_->Replan().ok());
+  auto after = kubelet_->Allocate("nvidia.com/gpu", {{id}});
+  ASSERT_TRUE(after.ok()) << after.status();
+  const auto& r = after->container_responses(0);
+  EXPECT_EQ(r.cdi_devices_size(), 0);
+  ASSERT_EQ(r.mounts_size(), 1);
+  EXPECT_EQ(r.mounts(0).container_path(), "/var/run/nvidia-container-devices/0");
+  EXPECT_EQ(agent_->manager().registrations(), registrations) << "the same servers, re-set";
+}
+
+TEST_F(DevicePluginAgentTest, KeysNotActedOnAreWarnedOnceByName) {
+  Start("h100-8x-nvswitch",
+        "version: v1\nflags:\n  plugin:\n    nvidiaCTKPath: /usr/bin/nvidia-ctk\n");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  ASSERT_TRUE(agent_->Replan().ok());
+  ASSERT_TRUE(agent_->Replan().ok());
+  EXPECT_THAT(warnings_, ::testing::Contains(HasSubstr("flags.plugin.nvidiaCTKPath")));
+  EXPECT_EQ(std::count_if(
+                warnings_.begin(), warnings_.end(),
+                [](const std::string& w) { return w.find("nvidiaCTKPath") != std::string::npos; }),
+            1);
 }
 
 TEST_F(DevicePluginAgentTest, PreferredAllocationKeepsPairsBehindOneSwitch) {

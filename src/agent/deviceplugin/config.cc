@@ -1,172 +1,293 @@
 #include "agent/deviceplugin/config.h"
 
-#include <set>
+#include <algorithm>
 
 #include <yaml-cpp/yaml.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/deviceplugin/config_parse.h"
 #include "common/status_macros.h"
+#include "common/yaml_fields.h"
 
 namespace gpuop::agent {
 namespace {
 
-class Reader {
- public:
-  explicit Reader(absl::string_view source) : source_(source) {}
+using common::YamlFields;
+using config_parse::Present;
 
-  absl::Status Error(const std::string& field, absl::string_view problem) const {
-    return absl::InvalidArgumentError(absl::StrCat("config ", source_, ": ", field, ": ", problem));
-  }
-
-  absl::StatusOr<std::string> String(const YAML::Node& node, const std::string& field) const {
-    if (!node.IsScalar()) return Error(field, "must be a string");
-    return node.as<std::string>();
-  }
-
-  absl::StatusOr<bool> Bool(const YAML::Node& node, const std::string& field) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      return Error(field, "must be true or false");
-    }
-    return value;
-  }
-
-  absl::StatusOr<int> Int(const YAML::Node& node, const std::string& field) const {
-    int value = 0;
-    if (!node.IsScalar() || !YAML::convert<int>::decode(node, value)) {
-      return Error(field, "must be an integer");
-    }
-    return value;
-  }
-
-  // Rejects keys outside `known`: a typo must not silently change nothing.
-  absl::Status OnlyKeys(const YAML::Node& map, const std::string& field,
-                        std::initializer_list<const char*> known) const {
-    if (!map.IsMap()) return Error(field.empty() ? "(document)" : field, "must be a map");
-    for (const auto& entry : map) {
-      const std::string key = entry.first.as<std::string>();
-      bool ok = false;
-      for (const char* k : known) ok = ok || key == k;
-      if (!ok) return Error(field.empty() ? key : absl::StrCat(field, ".", key), "unknown field");
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  std::string source_;
-};
-
-bool IsExtendedResourceName(absl::string_view name) {
-  const size_t slash = name.find('/');
-  if (slash == absl::string_view::npos || slash == 0 || slash + 1 == name.size()) return false;
-  const absl::string_view domain = name.substr(0, slash);
-  return domain.find('.') != absl::string_view::npos && !absl::EndsWith(domain, "kubernetes.io") &&
-         domain != "k8s.io";
+// A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', alphanumeric at both ends.
+bool IsDnsSubdomain(absl::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  auto alnum = [](char c) { return absl::ascii_islower(c) || absl::ascii_isdigit(c); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
 }
 
-absl::StatusOr<DevicePluginConfig> Parse(const YAML::Node& root, const Reader& r) {
+// Records a key gpuop takes but has no use for, so the plugin can warn by name.
+void NotActedOn(DevicePluginConfig& config, absl::string_view field, absl::string_view why) {
+  config.not_acted_on.push_back(absl::StrCat(field, ": ", why));
+}
+
+absl::StatusOr<MigStrategy> ParseMigStrategy(const std::string& s, const YamlFields& r,
+                                             absl::string_view field) {
+  if (s == "none") return MigStrategy::kNone;
+  if (s == "single") return MigStrategy::kSingle;
+  if (s == "mixed") return MigStrategy::kMixed;
+  return r.Error(field, absl::StrCat("\"", s, "\": must be none, single or mixed"));
+}
+
+// One string or a list of them, as NVIDIA's deviceListStrategy flag takes.
+absl::Status ParseDeviceListStrategy(const YAML::Node& node, const YamlFields& r,
+                                     const std::string& field, DevicePluginConfig& config) {
+  std::vector<std::string> names;
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      GPUOP_ASSIGN_OR_RETURN(std::string s, r.String(node[i], absl::StrCat(field, "[", i, "]")));
+      names.push_back(std::move(s));
+    }
+  } else {
+    GPUOP_ASSIGN_OR_RETURN(std::string s, r.String(node, field));
+    names.push_back(std::move(s));
+  }
+  if (names.empty()) return r.Error(field, "must name at least one strategy");
+  DeviceListStrategies out;
+  auto add = [&](DeviceListStrategy s) {
+    if (std::find(out.list.begin(), out.list.end(), s) == out.list.end()) out.list.push_back(s);
+  };
+  for (const std::string& s : names) {
+    if (s == "envvar") {
+      add(DeviceListStrategy::kEnvVar);
+    } else if (s == "volume-mounts") {
+      add(DeviceListStrategy::kVolumeMounts);
+    } else if (s == "cdi-annotations") {
+      add(DeviceListStrategy::kCdiAnnotations);
+    } else if (s == "cdi-cri" || s == "cdi") {
+      add(DeviceListStrategy::kCdiCri);
+    } else if (s == "both") {
+      add(DeviceListStrategy::kCdiCri);
+      add(DeviceListStrategy::kEnvVar);
+      out.cdi_fallback = true;
+    } else {
+      return r.Error(field, absl::StrCat("\"", s,
+                                         "\": must be envvar, volume-mounts, cdi-annotations or "
+                                         "cdi-cri (gpuop also takes cdi and both)"));
+    }
+  }
+  config.device_list = std::move(out);
+  return absl::OkStatus();
+}
+
+absl::Status ParsePluginFlags(const YAML::Node& plugin, const YamlFields& r,
+                              DevicePluginConfig& config) {
+  const std::string base = "flags.plugin";
+  GPUOP_RETURN_IF_ERROR(r.OnlyKeys(
+      plugin, base,
+      {"passDeviceSpecs", "deviceListStrategy", "deviceIDStrategy", "cdiAnnotationPrefix",
+       "nvidiaCTKPath", "containerDriverRoot", "kubeletSocket", "cdiFeatureFlags"}));
+  if (Present(plugin["passDeviceSpecs"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.pass_device_specs,
+                           r.Bool(plugin["passDeviceSpecs"], base + ".passDeviceSpecs"));
+  }
+  if (Present(plugin["deviceListStrategy"])) {
+    GPUOP_RETURN_IF_ERROR(ParseDeviceListStrategy(plugin["deviceListStrategy"], r,
+                                                  base + ".deviceListStrategy", config));
+  }
+  if (Present(plugin["deviceIDStrategy"])) {
+    const std::string field = base + ".deviceIDStrategy";
+    GPUOP_ASSIGN_OR_RETURN(std::string s, r.String(plugin["deviceIDStrategy"], field));
+    if (s == "uuid") {
+      config.device_id_strategy = DeviceIdStrategy::kUuid;
+    } else if (s == "index") {
+      config.device_id_strategy = DeviceIdStrategy::kIndex;
+    } else {
+      return r.Error(field, absl::StrCat("\"", s, "\": must be uuid or index"));
+    }
+  }
+  if (Present(plugin["cdiAnnotationPrefix"])) {
+    const std::string field = base + ".cdiAnnotationPrefix";
+    GPUOP_ASSIGN_OR_RETURN(std::string s, r.String(plugin["cdiAnnotationPrefix"], field));
+    // An annotation key prefix: a DNS subdomain and '/'.
+    if (!absl::EndsWith(s, "/") || !IsDnsSubdomain(s.substr(0, s.size() - 1))) {
+      return r.Error(field, absl::StrCat("\"", s, "\": must be a DNS subdomain followed by '/'"));
+    }
+    config.cdi_annotation_prefix = std::move(s);
+  }
+  for (const char* key :
+       {"nvidiaCTKPath", "containerDriverRoot", "kubeletSocket", "cdiFeatureFlags"}) {
+    if (!Present(plugin[key])) continue;
+    const std::string field = absl::StrCat(base, ".", key);
+    GPUOP_RETURN_IF_ERROR(r.String(plugin[key], field).status());
+    NotActedOn(config, field,
+               absl::string_view(key) == "kubeletSocket"
+                   ? "the operator sets the kubelet's device plugin directory"
+                   : "gpuop's CDI component writes the spec and installs its own hook, and finds "
+                     "the driver under the host root itself");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Duration> ParseGoDuration(const YAML::Node& node, const YamlFields& r,
+                                               const std::string& field) {
+  if (!node.IsScalar()) return r.Error(field, "must be a duration such as 60s");
+  int64_t nanos = 0;
+  if (YAML::convert<int64_t>::decode(node, nanos)) return absl::Nanoseconds(nanos);
+  absl::Duration d;
+  if (!absl::ParseDuration(node.Scalar(), &d) || d <= absl::ZeroDuration()) {
+    return r.Error(field, absl::StrCat("\"", node.Scalar(), "\": must be a duration such as 60s"));
+  }
+  return d;
+}
+
+absl::Status ParseGfdFlags(const YAML::Node& gfd, const YamlFields& r, DevicePluginConfig& config) {
+  const std::string base = "flags.gfd";
+  GPUOP_RETURN_IF_ERROR(r.OnlyKeys(
+      gfd, base, {"oneshot", "noTimestamp", "sleepInterval", "outputFile", "machineTypeFile"}));
+  if (Present(gfd["oneshot"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.gfd.oneshot, r.Bool(gfd["oneshot"], base + ".oneshot"));
+  }
+  if (Present(gfd["noTimestamp"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.gfd.no_timestamp,
+                           r.Bool(gfd["noTimestamp"], base + ".noTimestamp"));
+  }
+  if (Present(gfd["sleepInterval"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.gfd.sleep_interval,
+                           ParseGoDuration(gfd["sleepInterval"], r, base + ".sleepInterval"));
+  }
+  if (Present(gfd["outputFile"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.gfd.output_file,
+                           r.String(gfd["outputFile"], base + ".outputFile"));
+  }
+  if (Present(gfd["machineTypeFile"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.gfd.machine_type_file,
+                           r.String(gfd["machineTypeFile"], base + ".machineTypeFile"));
+  }
+  if (config.gfd.oneshot) {
+    NotActedOn(config, base + ".oneshot", "gpuop's labels component keeps the labels current");
+  }
+  if (!config.gfd.output_file.empty()) {
+    NotActedOn(config, base + ".outputFile",
+               "gpuop's labels component writes the Node's labels through the API, not a file "
+               "for NFD");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseFlags(const YAML::Node& flags, const YamlFields& r, DevicePluginConfig& config) {
+  GPUOP_RETURN_IF_ERROR(r.OnlyKeys(
+      flags, "flags",
+      {"migStrategy", "failOnInitError", "restartOnDeviceUnhealthy", "mpsRoot", "nvidiaDriverRoot",
+       "nvidiaDevRoot", "gdrcopyEnabled", "gdsEnabled", "mofedEnabled", "useNodeFeatureAPI",
+       "deviceDiscoveryStrategy", "plugin", "gfd", "deviceListStrategy"}));
+  if (Present(flags["migStrategy"])) {
+    GPUOP_ASSIGN_OR_RETURN(std::string s, r.String(flags["migStrategy"], "flags.migStrategy"));
+    GPUOP_ASSIGN_OR_RETURN(config.mig_strategy, ParseMigStrategy(s, r, "flags.migStrategy"));
+  }
+  if (Present(flags["failOnInitError"])) {
+    GPUOP_ASSIGN_OR_RETURN(config.fail_on_init_error,
+                           r.Bool(flags["failOnInitError"], "flags.failOnInitError"));
+  }
+  for (auto [key, out] : {std::pair{"nvidiaDriverRoot", &config.nvidia_driver_root},
+                          std::pair{"nvidiaDevRoot", &config.nvidia_dev_root}}) {
+    if (!Present(flags[key])) continue;
+    const std::string field = absl::StrCat("flags.", key);
+    GPUOP_ASSIGN_OR_RETURN(*out, r.String(flags[key], field));
+    if (!absl::StartsWith(*out, "/")) return r.Error(field, "must be an absolute path");
+  }
+  for (auto [key, out] : {std::pair{"gdsEnabled", &config.gds_enabled},
+                          std::pair{"mofedEnabled", &config.mofed_enabled},
+                          std::pair{"gdrcopyEnabled", &config.gdrcopy_enabled}}) {
+    if (!Present(flags[key])) continue;
+    GPUOP_ASSIGN_OR_RETURN(*out, r.Bool(flags[key], absl::StrCat("flags.", key)));
+  }
+  if (Present(flags["restartOnDeviceUnhealthy"])) {
+    GPUOP_ASSIGN_OR_RETURN(
+        bool restart, r.Bool(flags["restartOnDeviceUnhealthy"], "flags.restartOnDeviceUnhealthy"));
+    if (restart) {
+      NotActedOn(config, "flags.restartOnDeviceUnhealthy",
+                 "gpuop's plugin reports the device Unhealthy and keeps serving; remediation acts "
+                 "on the node");
+    }
+  }
+  if (Present(flags["useNodeFeatureAPI"])) {
+    GPUOP_ASSIGN_OR_RETURN(bool nfd, r.Bool(flags["useNodeFeatureAPI"], "flags.useNodeFeatureAPI"));
+    if (nfd) {
+      NotActedOn(config, "flags.useNodeFeatureAPI",
+                 "gpuop's labels component writes the Node's labels itself");
+    }
+  }
+  if (Present(flags["deviceDiscoveryStrategy"])) {
+    GPUOP_ASSIGN_OR_RETURN(
+        std::string s, r.String(flags["deviceDiscoveryStrategy"], "flags.deviceDiscoveryStrategy"));
+    if (s != "auto" && s != "nvml" && s != "tegra") {
+      return r.Error("flags.deviceDiscoveryStrategy",
+                     absl::StrCat("\"", s, "\": must be auto, nvml or tegra"));
+    }
+    if (s == "tegra") {
+      NotActedOn(config, "flags.deviceDiscoveryStrategy",
+                 "gpuop discovers GPUs through NVML (and amdgpu's sysfs) only");
+    }
+  }
+  if (Present(flags["mpsRoot"])) {
+    GPUOP_RETURN_IF_ERROR(r.String(flags["mpsRoot"], "flags.mpsRoot").status());
+    NotActedOn(config, "flags.mpsRoot", "gpuop does not run MPS daemons (sharing.mps is refused)");
+  }
+  if (Present(flags["deviceListStrategy"])) {  // gpuop's older spelling
+    GPUOP_RETURN_IF_ERROR(ParseDeviceListStrategy(flags["deviceListStrategy"], r,
+                                                  "flags.deviceListStrategy", config));
+  }
+  if (Present(flags["plugin"])) GPUOP_RETURN_IF_ERROR(ParsePluginFlags(flags["plugin"], r, config));
+  if (Present(flags["gfd"])) GPUOP_RETURN_IF_ERROR(ParseGfdFlags(flags["gfd"], r, config));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DevicePluginConfig> Parse(const YAML::Node& root, const YamlFields& r) {
   DevicePluginConfig config;
-  if (!root || root.IsNull()) return config;
-  GPUOP_RETURN_IF_ERROR(r.OnlyKeys(root, "", {"version", "flags", "sharing"}));
-  if (root["version"]) {
+  if (!Present(root)) return config;
+  GPUOP_RETURN_IF_ERROR(r.OnlyKeys(root, "", {"version", "flags", "resources", "sharing", "imex"}));
+  if (Present(root["version"])) {
     GPUOP_ASSIGN_OR_RETURN(std::string version, r.String(root["version"], "version"));
     if (version != "v1") return r.Error("version", absl::StrCat("\"", version, "\" is not v1"));
   }
-  if (const YAML::Node flags = root["flags"]) {
-    GPUOP_RETURN_IF_ERROR(r.OnlyKeys(flags, "flags", {"migStrategy", "deviceListStrategy"}));
-    if (flags["migStrategy"]) {
-      GPUOP_ASSIGN_OR_RETURN(std::string s, r.String(flags["migStrategy"], "flags.migStrategy"));
-      if (s == "none") {
-        config.mig_strategy = MigStrategy::kNone;
-      } else if (s == "single") {
-        config.mig_strategy = MigStrategy::kSingle;
-      } else if (s == "mixed") {
-        config.mig_strategy = MigStrategy::kMixed;
-      } else {
-        return r.Error("flags.migStrategy",
-                       absl::StrCat("\"", s, "\": must be none, single or mixed"));
-      }
-    }
-    if (flags["deviceListStrategy"]) {
-      GPUOP_ASSIGN_OR_RETURN(std::string s,
-                             r.String(flags["deviceListStrategy"], "flags.deviceListStrategy"));
-      if (s == "cdi" || s == "cdi-cri") {
-        config.device_list_strategy = DeviceListStrategy::kCdi;
-      } else if (s == "envvar") {
-        config.device_list_strategy = DeviceListStrategy::kEnvVar;
-      } else if (s == "both") {
-        config.device_list_strategy = DeviceListStrategy::kBoth;
-      } else {
-        return r.Error("flags.deviceListStrategy",
-                       absl::StrCat("\"", s, "\": must be cdi, envvar or both"));
-      }
-    }
+  if (Present(root["flags"])) GPUOP_RETURN_IF_ERROR(ParseFlags(root["flags"], r, config));
+  if (Present(root["resources"])) {
+    GPUOP_RETURN_IF_ERROR(config_parse::ParseResources(root["resources"], r, config));
   }
-  const YAML::Node sharing = root["sharing"];
-  if (!sharing) return config;
-  GPUOP_RETURN_IF_ERROR(r.OnlyKeys(sharing, "sharing", {"timeSlicing"}));
-  const YAML::Node ts = sharing["timeSlicing"];
-  if (!ts) return config;
-  const std::string base = "sharing.timeSlicing";
-  GPUOP_RETURN_IF_ERROR(
-      r.OnlyKeys(ts, base, {"renameByDefault", "failRequestsGreaterThanOne", "resources"}));
-  if (ts["renameByDefault"]) {
-    GPUOP_ASSIGN_OR_RETURN(config.rename_by_default,
-                           r.Bool(ts["renameByDefault"], base + ".renameByDefault"));
+  if (Present(root["sharing"])) {
+    GPUOP_RETURN_IF_ERROR(config_parse::ParseSharing(root["sharing"], r, config));
   }
-  if (ts["failRequestsGreaterThanOne"]) {
-    GPUOP_ASSIGN_OR_RETURN(
-        config.fail_requests_greater_than_one,
-        r.Bool(ts["failRequestsGreaterThanOne"], base + ".failRequestsGreaterThanOne"));
-  }
-  const YAML::Node resources = ts["resources"];
-  if (!resources) return config;
-  if (!resources.IsSequence()) return r.Error(base + ".resources", "must be a list");
-  // A GPU may be in one rule per resource only.
-  std::set<std::pair<std::string, std::string>> seen_devices;
-  std::set<std::string> whole_resource_rules;
-  for (size_t i = 0; i < resources.size(); ++i) {
-    const std::string field = absl::StrCat(base, ".resources[", i, "]");
-    const YAML::Node rule = resources[i];
-    GPUOP_RETURN_IF_ERROR(r.OnlyKeys(rule, field, {"name", "replicas", "devices", "rename"}));
-    TimeSlicingRule out;
-    if (!rule["name"]) return r.Error(field + ".name", "required");
-    GPUOP_ASSIGN_OR_RETURN(out.resource, r.String(rule["name"], field + ".name"));
-    if (!IsExtendedResourceName(out.resource)) {
-      return r.Error(field + ".name",
-                     absl::StrCat("\"", out.resource, "\" is not an extended resource name"));
-    }
-    if (!rule["replicas"]) return r.Error(field + ".replicas", "required");
-    GPUOP_ASSIGN_OR_RETURN(out.replicas, r.Int(rule["replicas"], field + ".replicas"));
-    if (out.replicas < 1) return r.Error(field + ".replicas", "must be >= 1");
-    if (out.replicas > 1024) return r.Error(field + ".replicas", "must be <= 1024");
-    if (rule["rename"]) {
-      GPUOP_ASSIGN_OR_RETURN(bool rename, r.Bool(rule["rename"], field + ".rename"));
-      out.rename = rename;
-    }
-    if (const YAML::Node devices = rule["devices"]) {
-      if (!devices.IsSequence()) return r.Error(field + ".devices", "must be a list");
-      for (size_t d = 0; d < devices.size(); ++d) {
-        const std::string dfield = absl::StrCat(field, ".devices[", d, "]");
-        GPUOP_ASSIGN_OR_RETURN(std::string id, r.String(devices[d], dfield));
-        if (!seen_devices.emplace(out.resource, id).second) {
-          return r.Error(dfield, absl::StrCat("\"", id, "\" is already shared by another rule"));
-        }
-        out.devices.push_back(std::move(id));
-      }
-    }
-    if (out.devices.empty() && !whole_resource_rules.insert(out.resource).second) {
-      return r.Error(field + ".devices",
-                     absl::StrCat("a second rule for every GPU of ", out.resource,
-                                  "; name devices to give GPUs different replica counts"));
-    }
-    config.time_slicing.push_back(std::move(out));
-  }
+  if (Present(root["imex"]))
+    GPUOP_RETURN_IF_ERROR(config_parse::ParseImex(root["imex"], r, config));
   return config;
 }
 
 }  // namespace
+
+std::vector<DeviceListStrategy> DeviceListStrategies::Strategies() const {
+  return list.empty() ? std::vector{DeviceListStrategy::kCdiCri} : list;
+}
+
+bool DeviceListStrategies::Includes(DeviceListStrategy s) const {
+  const std::vector<DeviceListStrategy> all = Strategies();
+  return std::find(all.begin(), all.end(), s) != all.end();
+}
+
+bool DeviceListStrategies::AnyCdi() const {
+  return Includes(DeviceListStrategy::kCdiCri) || Includes(DeviceListStrategy::kCdiAnnotations);
+}
+
+bool DeviceListStrategies::AllCdi() const {
+  const std::vector<DeviceListStrategy> all = Strategies();
+  return std::all_of(all.begin(), all.end(), [](DeviceListStrategy s) {
+    return s == DeviceListStrategy::kCdiCri || s == DeviceListStrategy::kCdiAnnotations;
+  });
+}
+
+std::string DevicePluginConfig::SharedName(const SharingRule& rule) const {
+  if (!rule.rename.empty()) return rule.rename;
+  return rename_by_default ? rule.resource + ".shared" : rule.resource;
+}
 
 std::string MigStrategyName(MigStrategy strategy) {
   switch (strategy) {
@@ -180,13 +301,29 @@ std::string MigStrategyName(MigStrategy strategy) {
   return "none";
 }
 
+absl::StatusOr<std::string> QualifiedResourceName(absl::string_view name) {
+  std::string full =
+      absl::StrContains(name, '/') ? std::string(name) : absl::StrCat("nvidia.com/", name);
+  if (full.size() > 63) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", full, "\": a resource name is at most 63 characters"));
+  }
+  const size_t slash = full.find('/');
+  const absl::string_view domain = absl::string_view(full).substr(0, slash);
+  const absl::string_view rest = absl::string_view(full).substr(slash + 1);
+  if (!IsDnsSubdomain(domain) || !IsDnsSubdomain(rest) || absl::EndsWith(domain, "kubernetes.io") ||
+      domain == "k8s.io" || domain.find('.') == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", full, "\" is not an extended resource name (<domain>/<name>, lower case)"));
+  }
+  return full;
+}
+
 absl::StatusOr<DevicePluginConfig> ParseDevicePluginConfig(absl::string_view yaml,
                                                            absl::string_view source) {
-  Reader reader(source);
-  YAML::Node root;
+  YamlFields reader(absl::StrCat("config ", source));
   try {
-    root = YAML::Load(std::string(yaml));
-    return Parse(root, reader);
+    return Parse(YAML::Load(std::string(yaml)), reader);
   } catch (const YAML::Exception& e) {
     return reader.Error(absl::StrCat("line ", e.mark.line + 1), e.msg);
   }

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace gpuop::agent {
 
@@ -18,51 +19,122 @@ enum class MigStrategy {
 };
 std::string MigStrategyName(MigStrategy strategy);
 
-// What Allocate hands the container runtime.
+// How Allocate tells the container runtime which devices a container gets (NVIDIA's
+// flags.plugin.deviceListStrategy values).
 enum class DeviceListStrategy {
-  kCdi,     // cdi_devices (the runtime injects from the CDI spec)
-  kEnvVar,  // NVIDIA_VISIBLE_DEVICES (for runtimes without CDI)
-  kBoth,
+  kEnvVar,          // NVIDIA_VISIBLE_DEVICES=<ids> (NVIDIA's container runtime reads it)
+  kVolumeMounts,    // /dev/null mounted at /var/run/nvidia-container-devices/<id>
+  kCdiAnnotations,  // cdi.k8s.io/<key> annotations (runtimes that ignore the CDI field)
+  kCdiCri,          // the CRI's cdi_devices field
 };
 
-// One time-slicing rule: `replicas` shares of each selected GPU of `resource`. `devices` selects
-// GPUs by index ("0") or UUID; empty means every GPU of the resource. Several rules may name the
-// same resource with disjoint devices, which gives different GPUs different replica counts.
-struct TimeSlicingRule {
-  std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu"
+struct DeviceListStrategies {
+  // In the configuration's order; empty means the default, cdi-cri.
+  std::vector<DeviceListStrategy> list;
+  // gpuop's "both": CDI and the environment variable, CDI dropped while gpuop's CDI spec is not
+  // on the node (the CDI component is off or has not written it yet).
+  bool cdi_fallback = false;
+
+  // `list`, or the default.
+  std::vector<DeviceListStrategy> Strategies() const;
+  bool Includes(DeviceListStrategy s) const;
+  bool AnyCdi() const;
+  bool AllCdi() const;
+};
+
+// What the container is told the devices are called (flags.plugin.deviceIDStrategy).
+enum class DeviceIdStrategy {
+  kUuid,   // GPU-..., MIG-...
+  kIndex,  // "0", MIG "0:1" (GPU index : MIG device index)
+};
+
+// The devices of a resource a sharing rule replicates (NVIDIA's ReplicatedDevices): all of
+// them, the first `count` (by GPU index), or those named in `list` (GPU index, MIG index
+// "<gpu>:<mig>", GPU or MIG UUID; gpuop also takes a PCI address).
+struct ReplicatedDevices {
+  bool all = true;
+  int count = 0;
+  std::vector<std::string> list;
+};
+
+// One sharing rule: `replicas` shares of each selected device of `resource`.
+struct SharingRule {
+  std::string resource;  // fully qualified: "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
+  // The name the shared devices are advertised under; empty: the resource itself, or
+  // "<resource>.shared" under renameByDefault.
+  std::string rename;
+  ReplicatedDevices devices;
   int replicas = 1;
-  std::vector<std::string> devices;
-  // Advertise as "<resource>.shared" instead of the resource itself.
-  std::optional<bool> rename;
 };
 
-// The device plugin's configuration, in the YAML format of NVIDIA's device plugin config file
-// (version v1), so existing ConfigMaps keep working:
+enum class SharingStrategy { kNone, kTimeSlicing, kMps };
+
+// flags.gfd: read by the labels component.
+struct GfdFlags {
+  bool oneshot = false;
+  bool no_timestamp = false;
+  std::optional<absl::Duration> sleep_interval;
+  std::string output_file;
+  std::string machine_type_file;
+};
+
+// resources.gpus[] / resources.mig[]: GPUs whose product name (MIG devices whose profile)
+// matches `pattern` (`*` any run of characters; unanchored, as NVIDIA matches) are advertised
+// as `name`.
+struct ResourcePattern {
+  std::string pattern;
+  std::string name;  // fully qualified
+};
+
+// The device plugin's configuration: NVIDIA's device plugin / GPU feature discovery config file
+// (api/config/v1), so their ConfigMaps load unchanged. Every key of that schema is accepted;
+// keys outside it are an error naming the key. Keys gpuop has no use for are listed in
+// `not_acted_on` (the plugin warns once by name). docs/compatibility.md has the table.
 //
-//   version: v1
-//   flags:
-//     migStrategy: none | single | mixed
-//     deviceListStrategy: cdi | envvar | both      (gpuop: default cdi)
-//   sharing:
-//     timeSlicing:
-//       renameByDefault: false
-//       failRequestsGreaterThanOne: false
-//       resources:
-//       - name: nvidia.com/gpu
-//         replicas: 4
-//         devices: ["0", "GPU-..."]               (optional)
-//
-// gpuop extension: several `resources` entries may name the same resource with disjoint
-// `devices`, so each GPU can have its own replica count (NVIDIA's plugin rejects that).
+// gpuop differences, all deliberate:
+// - flags.plugin.deviceListStrategy defaults to cdi-cri (gpuop needs no NVIDIA runtime); gpuop
+//   also takes "cdi" (= cdi-cri) and "both" (cdi-cri + envvar, falling back to envvar alone
+//   while its CDI spec is missing), and flags.deviceListStrategy as an older spelling.
+// - sharing rules' rename and devices, and resources.gpus / resources.mig, are acted on
+//   (NVIDIA's plugin warns and ignores them); several rules may name the same resource with
+//   disjoint devices, which gives GPUs different replica counts.
 struct DevicePluginConfig {
   MigStrategy mig_strategy = MigStrategy::kNone;
-  DeviceListStrategy device_list_strategy = DeviceListStrategy::kCdi;
+  bool fail_on_init_error = true;
+  std::string nvidia_driver_root;  // flags.nvidiaDriverRoot, host path ("" = auto)
+  std::string nvidia_dev_root;     // flags.nvidiaDevRoot; "" = the driver root
+  bool gds_enabled = false;
+  bool mofed_enabled = false;
+  bool gdrcopy_enabled = false;
+
+  DeviceListStrategies device_list;
+  DeviceIdStrategy device_id_strategy = DeviceIdStrategy::kUuid;
+  bool pass_device_specs = false;
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+
+  GfdFlags gfd;
+  std::vector<ResourcePattern> gpu_resources;
+  std::vector<ResourcePattern> mig_resources;
+
+  SharingStrategy sharing_strategy = SharingStrategy::kNone;
   bool rename_by_default = false;
   bool fail_requests_greater_than_one = false;
-  std::vector<TimeSlicingRule> time_slicing;
+  std::vector<SharingRule> sharing;
 
-  bool Shared() const { return !time_slicing.empty(); }
+  std::vector<int> imex_channel_ids;
+  bool imex_required = false;
+
+  // Schema keys set in the file that gpuop does not act on, each with the reason.
+  std::vector<std::string> not_acted_on;
+
+  bool Shared() const { return !sharing.empty(); }
+  // The name shared devices of `rule` are advertised under.
+  std::string SharedName(const SharingRule& rule) const;
 };
+
+// NVIDIA's resource name rule: a name without '/' gets the nvidia.com/ prefix; the result is
+// at most 63 characters and its name part a DNS subdomain. InvalidArgument otherwise.
+[[nodiscard]] absl::StatusOr<std::string> QualifiedResourceName(absl::string_view name);
 
 // Parses the YAML text. InvalidArgument names `source` (the file), the field and the problem:
 // "config /etc/gpuop/plugin/a100: sharing.timeSlicing.resources[1].replicas: must be >= 1".

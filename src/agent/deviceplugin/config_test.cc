@@ -12,7 +12,12 @@ TEST(DevicePluginConfigTest, EmptyIsTheDefault) {
   auto config = ParseDevicePluginConfig("", "f");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->mig_strategy, MigStrategy::kNone);
-  EXPECT_EQ(config->device_list_strategy, DeviceListStrategy::kCdi);
+  EXPECT_EQ(config->device_list.Strategies(), std::vector{DeviceListStrategy::kCdiCri});
+  EXPECT_FALSE(config->device_list.cdi_fallback);
+  EXPECT_EQ(config->device_id_strategy, DeviceIdStrategy::kUuid);
+  EXPECT_TRUE(config->fail_on_init_error);
+  EXPECT_EQ(config->cdi_annotation_prefix, "cdi.k8s.io/");
+  EXPECT_TRUE(config->not_acted_on.empty());
   EXPECT_FALSE(config->Shared());
 }
 
@@ -35,18 +40,21 @@ sharing:
       devices: ["GPU-abc"]
     - name: nvidia.com/mig-1g.10gb
       replicas: 2
-      rename: false
 )",
                                         "cm/a100");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->mig_strategy, MigStrategy::kMixed);
-  EXPECT_EQ(config->device_list_strategy, DeviceListStrategy::kBoth);
+  EXPECT_EQ(config->device_list.list,
+            (std::vector{DeviceListStrategy::kCdiCri, DeviceListStrategy::kEnvVar}));
+  EXPECT_TRUE(config->device_list.cdi_fallback) << "gpuop's both";
   EXPECT_TRUE(config->rename_by_default);
   EXPECT_TRUE(config->fail_requests_greater_than_one);
-  ASSERT_EQ(config->time_slicing.size(), 3u);
-  EXPECT_EQ(config->time_slicing[1].replicas, 8);
-  EXPECT_EQ(config->time_slicing[1].devices, std::vector<std::string>{"GPU-abc"});
-  EXPECT_EQ(config->time_slicing[2].rename, false);
+  ASSERT_EQ(config->sharing.size(), 3u);
+  EXPECT_EQ(config->sharing[1].replicas, 8);
+  EXPECT_EQ(config->sharing[1].devices.list, std::vector<std::string>{"GPU-abc"});
+  EXPECT_TRUE(config->sharing[2].devices.all);
+  EXPECT_EQ(config->SharedName(config->sharing[2]), "nvidia.com/mig-1g.10gb.shared");
+  EXPECT_EQ(config->sharing_strategy, SharingStrategy::kTimeSlicing);
 }
 
 struct BadConfig {
@@ -79,8 +87,44 @@ INSTANTIATE_TEST_SUITE_P(
                   "      replicas: 0\n",
                   "sharing.timeSlicing.resources[0].replicas: must be >= 1"},
         BadConfig{"NotResource",
-                  "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n",
-                  "resources[0].name: \"gpu\" is not an extended resource name"},
+                  "sharing:\n  timeSlicing:\n    resources:\n    - name: GPU\n      replicas: 2\n",
+                  "resources[0].name: \"nvidia.com/GPU\" is not an extended resource name"},
+        BadConfig{"RenameIsAName",
+                  "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n"
+                  "      rename: true\n",
+                  "resources[0].rename: is the resource name"},
+        BadConfig{"DevicesWord",
+                  "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n"
+                  "      devices: some\n",
+                  "resources[0].devices: \"some\": must be all, a count or a list"},
+        BadConfig{"DevicesZero",
+                  "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n"
+                  "      devices: 0\n",
+                  "resources[0].devices: a count of devices must be > 0"},
+        BadConfig{"DeviceRef",
+                  "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n"
+                  "      devices: [\"first\"]\n",
+                  "resources[0].devices[0]: \"first\": must be a GPU index"},
+        BadConfig{"Mps", "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n",
+                  "sharing.mps: MPS sharing needs an MPS control daemon"},
+        BadConfig{"ImexChannel", "imex:\n  channelIDs: [1]\n",
+                  "imex.channelIDs: must be [] or [0]"},
+        BadConfig{"IdStrategy", "flags:\n  plugin:\n    deviceIDStrategy: serial\n",
+                  "flags.plugin.deviceIDStrategy: \"serial\": must be uuid or index"},
+        BadConfig{"ListStrategy", "flags:\n  plugin:\n    deviceListStrategy: [envvar, mounts]\n",
+                  "flags.plugin.deviceListStrategy: \"mounts\": must be envvar, volume-mounts"},
+        BadConfig{"PluginTypo", "flags:\n  plugin:\n    passDeviceSpec: true\n",
+                  "flags.plugin.passDeviceSpec: unknown field"},
+        BadConfig{"GfdTypo", "flags:\n  gfd:\n    noTimeStamp: true\n",
+                  "flags.gfd.noTimeStamp: unknown field"},
+        BadConfig{"SleepInterval", "flags:\n  gfd:\n    sleepInterval: soon\n",
+                  "flags.gfd.sleepInterval: \"soon\": must be a duration"},
+        BadConfig{"AnnotationPrefix", "flags:\n  plugin:\n    cdiAnnotationPrefix: cdi.k8s.io\n",
+                  "cdiAnnotationPrefix: \"cdi.k8s.io\": must be a DNS subdomain followed by '/'"},
+        BadConfig{"DriverRoot", "flags:\n  nvidiaDriverRoot: run/nvidia/driver\n",
+                  "flags.nvidiaDriverRoot: must be an absolute path"},
+        BadConfig{"PatternName", "resources:\n  gpus:\n  - pattern: \"*\"\n",
+                  "resources.gpus[0].name: required"},
         BadConfig{"Overlap",
                   "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
                   "      replicas: 2\n      devices: [\"0\"]\n    - name: nvidia.com/gpu\n"
@@ -89,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"TwoWholeRules",
                   "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
                   "      replicas: 2\n    - name: nvidia.com/gpu\n      replicas: 4\n",
-                  "resources[1].devices: a second rule for every GPU"},
+                  "resources[1].devices: a second rule for every device"},
         BadConfig{"NotBool", "sharing:\n  timeSlicing:\n    renameByDefault: maybe\n",
                   "renameByDefault: must be true or false"},
         BadConfig{"BadYaml", "flags: [", "line"}),

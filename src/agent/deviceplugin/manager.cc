@@ -65,7 +65,7 @@ std::vector<AdvertisedDevice> DevicePluginManager::Advertise(
   return out;
 }
 
-absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const DevicePluginConfig& config,
+absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const AllocateSettings& settings,
                                         const Topology& topology, const HealthTracker* health) {
   std::vector<std::shared_ptr<ResourceServer>> stopped;
   absl::Status status;
@@ -83,13 +83,11 @@ absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const DevicePl
     for (const auto& [resource, devices] : plan.resources) {
       Entry& entry = entries_[resource];
       if (entry.server == nullptr) {
-        entry.server = std::make_shared<ResourceServer>(ResourceServerOptions{
-            .resource = resource,
-            .plugin_dir = options_.plugin_dir,
-            .device_list_strategy = config.device_list_strategy,
-            .fail_requests_greater_than_one = config.fail_requests_greater_than_one});
+        entry.server = std::make_shared<ResourceServer>(
+            ResourceServerOptions{.resource = resource, .plugin_dir = options_.plugin_dir});
         status.Update(entry.server->Start());
       }
+      entry.server->SetSettings(settings);
       entry.devices = devices;
       entry.server->SetDevices(Advertise(devices, health), topology);
     }

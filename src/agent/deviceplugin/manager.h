@@ -45,9 +45,9 @@ class DevicePluginManager {
   void Stop();
 
   // Makes the served resources those of `plan`: new resources start serving and register,
-  // vanished ones stop, the others get their new device list. Health comes from `health` (all
-  // healthy when null).
-  [[nodiscard]] absl::Status Apply(const ResourcePlan& plan, const DevicePluginConfig& config,
+  // vanished ones stop, the others get their new device list; every one answers Allocate with
+  // `settings` from now on. Health comes from `health` (all healthy when null).
+  [[nodiscard]] absl::Status Apply(const ResourcePlan& plan, const AllocateSettings& settings,
                                    const Topology& topology, const HealthTracker* health);
   // Re-reads health for the devices already served (after hardware events).
   void RefreshHealth(const HealthTracker& health);

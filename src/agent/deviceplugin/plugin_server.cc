@@ -5,8 +5,9 @@
 
 #include <unistd.h>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 
 namespace gpuop::agent {
@@ -18,6 +19,16 @@ constexpr char kUnhealthy[] = "Unhealthy";
 
 grpc::Status Invalid(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+// A fresh id for a CDI annotation key, so the annotations of two resources allocated to one
+// container never collide (NVIDIA's plugin uses a random UUID the same way).
+std::string ResponseId() {
+  static absl::Mutex mu(absl::kConstInit);
+  static absl::BitGen* gen = new absl::BitGen();
+  absl::MutexLock lock(&mu);
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(*gen),
+                         absl::Uniform<uint64_t>(*gen));
 }
 
 }  // namespace
@@ -97,6 +108,11 @@ absl::Status ResourceServer::Register(const std::filesystem::path& kubelet_socke
                                                ": ", status.error_message()));
   }
   return absl::OkStatus();
+}
+
+void ResourceServer::SetSettings(AllocateSettings settings) {
+  absl::MutexLock lock(&mu_);
+  settings_ = std::move(settings);
 }
 
 void ResourceServer::SetDevices(std::vector<AdvertisedDevice> devices, Topology topology) {
@@ -187,6 +203,10 @@ grpc::Status ResourceServer::GetPreferredAllocation(
 grpc::Status ResourceServer::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
                                       v1beta1::AllocateResponse* response) {
   absl::MutexLock lock(&mu_);
+  std::error_code ec;
+  const bool spec_present =
+      !settings_.cdi_spec.empty() && std::filesystem::exists(settings_.cdi_spec, ec);
+  const DeviceListStrategies strategies = EffectiveStrategies(settings_, spec_present);
   for (const auto& container : request->container_requests()) {
     std::vector<const PluginDevice*> chosen;
     for (const auto& id : container.devices_ids()) {
@@ -198,7 +218,7 @@ grpc::Status ResourceServer::Allocate(grpc::ServerContext*, const v1beta1::Alloc
       }
       chosen.push_back(&it->device);
     }
-    if (options_.fail_requests_greater_than_one && chosen.size() > 1 &&
+    if (settings_.fail_requests_greater_than_one && chosen.size() > 1 &&
         std::any_of(chosen.begin(), chosen.end(),
                     [](const PluginDevice* d) { return d->replicas > 1; })) {
       return Invalid(absl::StrCat("allocate ", options_.resource, ": ", chosen.size(),
@@ -211,28 +231,12 @@ grpc::Status ResourceServer::Allocate(grpc::ServerContext*, const v1beta1::Alloc
     for (const auto* d : chosen) {
       if (seen.insert(d->physical_id).second) physical.push_back(d);
     }
-    auto* out = response->add_container_responses();
-    const bool cdi = options_.device_list_strategy != DeviceListStrategy::kEnvVar;
-    const bool env = options_.device_list_strategy != DeviceListStrategy::kCdi;
-    if (cdi) {
-      for (const auto* d : physical) out->add_cdi_devices()->set_name(d->cdi_name);
-    }
-    if (env && !physical.empty() && physical.front()->vendor == hw::Vendor::kNvidia) {
-      // The NVIDIA container runtime reads this and adds the devices itself.
-      std::vector<std::string> ids;
-      for (const auto* d : physical) ids.push_back(d->physical_id);
-      (*out->mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = absl::StrJoin(ids, ",");
-    } else if (env) {
-      // Other vendors: the device nodes themselves (shared ones such as /dev/kfd once).
-      std::set<std::string> nodes;
-      for (const auto* d : physical) nodes.insert(d->device_nodes.begin(), d->device_nodes.end());
-      for (const auto& node : nodes) {
-        auto* spec = out->add_devices();
-        spec->set_container_path(node);
-        spec->set_host_path(node);
-        spec->set_permissions("rw");
-      }
-    }
+    *response->add_container_responses() = ContainerResponse(
+        physical, settings_, strategies, ResponseId(), [this](const std::string& host_path) {
+          std::error_code exists_ec;
+          return std::filesystem::exists(
+              settings_.host_root / std::filesystem::path(host_path).relative_path(), exists_ec);
+        });
   }
   return grpc::Status::OK;
 }

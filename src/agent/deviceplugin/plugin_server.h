@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/deviceplugin/allocate_response.h"
 #include "agent/deviceplugin/allocation.h"
 #include "agent/deviceplugin/config.h"
 #include "agent/deviceplugin/resources.h"
@@ -22,8 +23,6 @@ struct ResourceServerOptions {
   std::string resource;  // "nvidia.com/gpu"
   // The kubelet's device plugin directory (/var/lib/kubelet/device-plugins).
   std::filesystem::path plugin_dir;
-  DeviceListStrategy device_list_strategy = DeviceListStrategy::kCdi;
-  bool fail_requests_greater_than_one = false;
 };
 
 // A device and whether the kubelet may hand it out.
@@ -36,9 +35,10 @@ struct AdvertisedDevice {
 // <plugin_dir>/<SocketName(resource)>.
 //
 // ListAndWatch sends the complete device list at once and again after every SetDevices() that
-// changes it. Allocate answers with CDI device names and/or NVIDIA_VISIBLE_DEVICES (AMD: the
-// device nodes), deduplicating time-slicing replicas of one GPU; an unknown device fails the
-// whole call, as the API requires. GetPreferredAllocation is topology-aware (PreferredAllocation).
+// changes it. Allocate answers as the settings say (ContainerResponse: CDI names, annotations,
+// NVIDIA_VISIBLE_DEVICES, volume mounts, device specs), deduplicating time-slicing replicas of
+// one GPU; an unknown device fails the whole call, as the API requires. GetPreferredAllocation is
+// topology-aware (PreferredAllocation).
 //
 // Lifecycle: Start() (serve), Register() (announce to the kubelet; again after a kubelet
 // restart), Stop() (end streams, stop serving, remove the socket). Thread-safe.
@@ -60,6 +60,8 @@ class ResourceServer final : public v1beta1::DevicePlugin::Service {
 
   // Replaces the device list and topology; streams see it if it differs from the last.
   void SetDevices(std::vector<AdvertisedDevice> devices, Topology topology);
+  // Replaces how Allocate answers (after a configuration reload).
+  void SetSettings(AllocateSettings settings);
 
   const std::string& resource() const { return options_.resource; }
   std::filesystem::path socket_path() const;
@@ -87,6 +89,7 @@ class ResourceServer final : public v1beta1::DevicePlugin::Service {
   mutable absl::Mutex mu_;
   std::vector<AdvertisedDevice> devices_ ABSL_GUARDED_BY(mu_);
   Topology topology_ ABSL_GUARDED_BY(mu_);
+  AllocateSettings settings_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t updates_sent_ ABSL_GUARDED_BY(mu_) = 0;

@@ -23,6 +23,9 @@ struct PluginDevice {
   hw::Vendor vendor = hw::Vendor::kNvidia;
   int gpu_index = 0;   // the GPU it is on
   std::string gpu_id;  // that GPU's UUID (AMD: PCI address), for health
+  // The device by index, for deviceIDStrategy index: "3", MIG "3:1" (GPU index : the MIG
+  // device's index on it), as NVIDIA's plugin and CDI spec name it.
+  std::string index_name;
   bool mig = false;
   std::optional<unsigned int> gpu_instance_id;  // MIG devices
   std::optional<int> numa_node;
@@ -55,6 +58,10 @@ struct ResourcePlan {
 // NVIDIA's MIG resource name for a profile: "nvidia.com/mig-1g.10gb"; '+' becomes '.'.
 std::string MigResourceName(const std::string& profile);
 
+// NVIDIA's resource pattern match: `*` is any run of characters and the match is unanchored
+// (the pattern may match anywhere in `s`), as its wildcard-to-regexp conversion does.
+bool PatternMatches(const std::string& pattern, const std::string& s);
+
 // How MIG strategy single reads a node's NVIDIA GPUs, as NVIDIA's device plugin
 // (internal/rm/device_map.go) and GPU feature discovery (internal/lm/mig-strategy.go) do.
 struct MigSingleLayout {
@@ -86,10 +93,12 @@ MigSingleLayout ClassifyMigSingle(const std::vector<hw::Gpu>& gpus);
 // - strategy mixed: MIG devices as nvidia.com/mig-<profile>, GPUs without MIG as
 //   nvidia.com/gpu; a MIG-enabled GPU without MIG devices contributes nothing (a warning);
 // - AMD GPUs as amd.com/gpu;
-// then time-slicing rules replicate the devices they select (renamed "<resource>.shared" when
-// the rule or renameByDefault says so). A rule naming a device that does not exist is
-// InvalidArgument naming the rule's device; a rule for a resource without devices does
-// nothing.
+// resources.gpus / resources.mig name the resources instead when set (the first pattern that
+// matches the GPU's product or the MIG profile; a device no pattern matches is not advertised,
+// with a warning). Then the sharing rules replicate the devices they select (all, the first
+// `count` or a list), advertised under the rule's rename or "<resource>.shared" under
+// renameByDefault. A rule naming a device that does not exist, or a device two rules select, is
+// InvalidArgument naming the rule; a rule for a resource without devices does nothing.
 [[nodiscard]] absl::StatusOr<ResourcePlan> PlanResources(const std::vector<hw::Gpu>& gpus,
                                                          const DevicePluginConfig& config);
 

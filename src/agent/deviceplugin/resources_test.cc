@@ -26,6 +26,12 @@ hw::Gpu Nvidia(int index, bool mig = false, std::vector<std::string> profiles = 
   return g;
 }
 
+SharingRule Rule(std::string resource, int replicas, std::vector<std::string> devices = {}) {
+  SharingRule rule{.resource = std::move(resource), .replicas = replicas};
+  if (!devices.empty()) rule.devices = {.all = false, .list = std::move(devices)};
+  return rule;
+}
+
 std::vector<std::string> Ids(const ResourcePlan& plan, const std::string& resource) {
   std::vector<std::string> ids;
   if (auto it = plan.resources.find(resource); it != plan.resources.end()) {
@@ -116,7 +122,7 @@ TEST(PlanResourcesTest, SingleLayouts) {
 
 TEST(PlanResourcesTest, TimeSlicingOnAnInvalidSingleLayoutReplicatesNothing) {
   DevicePluginConfig config{.mig_strategy = MigStrategy::kSingle};
-  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 2, .devices = {"0"}}};
+  config.sharing = {Rule("nvidia.com/gpu", 2, {"0"})};
   auto plan = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"), IsEmpty());
@@ -138,8 +144,7 @@ TEST(ClassifyMigSingleTest, NamesTheFirstMigGpuAndIgnoresOtherVendors) {
 
 TEST(PlanResourcesTest, TimeSlicingPerGpuReplicas) {
   DevicePluginConfig config;
-  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 2, .devices = {"0"}},
-                         {.resource = "nvidia.com/gpu", .replicas = 3, .devices = {"GPU-1"}}};
+  config.sharing = {Rule("nvidia.com/gpu", 2, {"0"}), Rule("nvidia.com/gpu", 3, {"GPU-1"})};
   auto plan = PlanResources({Nvidia(0), Nvidia(1), Nvidia(2)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"),
@@ -156,7 +161,7 @@ TEST(PlanResourcesTest, TimeSlicingPerGpuReplicas) {
 
 TEST(PlanResourcesTest, TimeSlicingRenamesToShared) {
   DevicePluginConfig config{.rename_by_default = true};
-  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 4}};
+  config.sharing = {{.resource = "nvidia.com/gpu", .replicas = 4}};
   auto plan = PlanResources({Nvidia(0), Nvidia(1)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->resources.contains("nvidia.com/gpu"));
@@ -165,7 +170,7 @@ TEST(PlanResourcesTest, TimeSlicingRenamesToShared) {
 
 TEST(PlanResourcesTest, RuleForAMissingDeviceIsAnError) {
   DevicePluginConfig config;
-  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 2, .devices = {"7"}}};
+  config.sharing = {Rule("nvidia.com/gpu", 2, {"7"})};
   auto plan = PlanResources({Nvidia(0)}, config);
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(plan.status().message()),

@@ -60,10 +60,8 @@ void NvidiaLabels(const LabelInputs& in, NodeLabels& labels) {
   const int replicas = in.plan.has_value() ? in.plan->Replicas(resource) : 1;
   const bool shared = in.plugin_config.Shared() && replicas > 1;
   bool renamed = false;
-  for (const auto& rule : in.plugin_config.time_slicing) {
-    if (rule.resource == resource && rule.rename.value_or(in.plugin_config.rename_by_default)) {
-      renamed = true;
-    }
+  for (const auto& rule : in.plugin_config.sharing) {
+    if (rule.resource == resource && in.plugin_config.SharedName(rule) != resource) renamed = true;
   }
   if (shared && !renamed) product = absl::StrCat(product, "-SHARED");
   // GFD's invalid mig-strategy=single labels: the first MIG-enabled GPU's model with

@@ -144,7 +144,7 @@ TEST(NodeLabelsTest, MigMixedPerProfileLabels) {
 TEST(NodeLabelsTest, TimeSlicingMarksSharedAndReplicas) {
   const hw::Inventory inv = H100s(2);
   DevicePluginConfig config;
-  config.time_slicing = {{.resource = "nvidia.com/gpu", .replicas = 4}};
+  config.sharing = {{.resource = "nvidia.com/gpu", .replicas = 4}};
   auto plan = PlanResources(inv.gpus, config);
   ASSERT_TRUE(plan.ok());
   NodeLabels labels = ComputeNodeLabels({.nvidia = inv, .plugin_config = config, .plan = *plan});

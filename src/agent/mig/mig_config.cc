@@ -12,57 +12,12 @@
 #include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "common/yaml_fields.h"
 
 namespace gpuop::agent::mig {
 namespace {
 
-class Reader {
- public:
-  explicit Reader(absl::string_view source) : source_(source) {}
-
-  absl::Status Error(absl::string_view field, absl::string_view problem) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mig config ", source_, ": ", field, ": ", problem));
-  }
-
-  absl::StatusOr<std::string> String(const YAML::Node& node, absl::string_view field) const {
-    if (!node.IsScalar()) return Error(field, "must be a string");
-    return node.as<std::string>();
-  }
-
-  absl::StatusOr<bool> Bool(const YAML::Node& node, absl::string_view field) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      return Error(field, "must be true or false");
-    }
-    return value;
-  }
-
-  // A non-negative integer (a GPU index or a count).
-  absl::StatusOr<int> Count(const YAML::Node& node, absl::string_view field) const {
-    int value = 0;
-    if (!node.IsScalar() || !YAML::convert<int>::decode(node, value) || value < 0) {
-      return Error(field, absl::StrCat("must be a non-negative integer, got \"",
-                                       node.IsScalar() ? node.Scalar() : "(not a scalar)", "\""));
-    }
-    return value;
-  }
-
-  absl::Status OnlyKeys(const YAML::Node& map, absl::string_view field,
-                        std::initializer_list<const char*> known) const {
-    if (!map.IsMap()) return Error(field.empty() ? "(document)" : field, "must be a map");
-    for (const auto& entry : map) {
-      const std::string key = entry.first.as<std::string>();
-      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
-        return Error(field.empty() ? key : absl::StrCat(field, ".", key), "unknown field");
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  std::string source_;
-};
+using Reader = common::YamlFields;
 
 absl::StatusOr<DeviceSelector> ParseDevices(const YAML::Node& node, const std::string& field,
                                             const Reader& r) {
@@ -182,7 +137,7 @@ int NamedSlices(const std::string& profile) { return std::atoi(profile.c_str());
 }  // namespace
 
 absl::StatusOr<MigConfig> ParseMigConfig(absl::string_view yaml, absl::string_view source) {
-  const Reader reader(source);
+  const Reader reader(absl::StrCat("mig config ", source));
   try {
     absl::StatusOr<MigConfig> config = Parse(YAML::Load(std::string(yaml)), reader);
     if (config.ok()) config->source = std::string(source);

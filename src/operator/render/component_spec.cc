@@ -113,6 +113,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                  "--config-name=" + c.device_plugin_default_config,
                  "--health-file=/run/gpuop/gpu-health.json", "--layout-file=/run/gpuop/mig-layout",
                  "--recover-after=" + Seconds(c.recover_after)});
+      // Without gpuop's CDI component there is no spec to name devices in.
+      if (!c.cdi) s.command.push_back("--cdi-enabled=false");
       AddIgnoredXids(s.command, c.ignored_xids);
       s.mounts = {kDevicePlugins, kHostRoot, kRunGpuop};
       s.rules = {kReadNodes};

@@ -251,8 +251,8 @@ TEST(RenderTest, TheDevicePluginAcceptsTheRenderedConfigurations) {
     auto config = agent::ParseDevicePluginConfig(yaml.get<std::string>(), name);
     ASSERT_TRUE(config.ok()) << name << ": " << config.status();
     if (name == "pool-h100") {
-      ASSERT_EQ(config->time_slicing.size(), 1u);
-      EXPECT_EQ(config->time_slicing[0].replicas, 4);
+      ASSERT_EQ(config->sharing.size(), 1u);
+      EXPECT_EQ(config->sharing[0].replicas, 4);
       EXPECT_TRUE(config->rename_by_default) << "the pool's renameByDefault";
     }
     EXPECT_EQ(config->mig_strategy, agent::MigStrategy::kSingle);
@@ -326,6 +326,24 @@ TEST(RenderTest, TheRuntimeClassOnlyWithTheRuntimeComponent) {
   for (const auto& o : Render({.policy = no_runtime})) {
     EXPECT_NE(o["kind"], "RuntimeClass") << Id(o);
   }
+}
+
+TEST(RenderTest, WithoutTheCdiComponentTheDevicePluginLeavesCdi) {
+  auto plugin_command = [](const PolicySpec& policy) {
+    const std::vector<Json> objects = Render({.policy = policy});
+    const Json* ds = Find(objects, "DaemonSet/gpuop-device-plugin");
+    return ds == nullptr ? Json()
+                         : ds->at("spec").at("template").at("spec")["containers"][0]["command"];
+  };
+  auto has = [](const Json& command, const std::string& arg) {
+    return std::find(command.begin(), command.end(), arg) != command.end();
+  };
+  PolicySpec policy = DefaultPolicy();
+  EXPECT_FALSE(has(plugin_command(policy), "--cdi-enabled=false"));
+  policy.components.cdi = false;
+  const Json command = plugin_command(policy);
+  ASSERT_TRUE(command.is_array());
+  EXPECT_TRUE(has(command, "--cdi-enabled=false")) << command.dump();
 }
 
 TEST(RenderTest, DiscoveryRunsOnUnknownLinuxNodesAndReadsOnlySysfsAndOsRelease) {
