@@ -136,6 +136,8 @@ TEST_F(DevicePluginAgentTest, AReloadAppliesTheNewSettingsToServedResources) {
   auto before = kubelet_->Allocate("nvidia.com/gpu", {{id}});
   ASSERT_TRUE(before.ok()) << before.status();
   EXPECT_EQ(before->container_responses(0).cdi_devices_size(), 1);
+  EXPECT_EQ(before->container_responses(0).annotations_size(), 1)
+      << "gpuop's default names the devices in the CRI field and in a CDI annotation";
   const int registrations = agent_->manager().registrations();
   ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default",
                                           "version: v1\nflags:\n  plugin:\n"
@@ -147,6 +149,7 @@ TEST_F(DevicePluginAgentTest, AReloadAppliesTheNewSettingsToServedResources) {
   ASSERT_TRUE(after.ok()) << after.status();
   const auto& r = after->container_responses(0);
   EXPECT_EQ(r.cdi_devices_size(), 0);
+  EXPECT_EQ(r.annotations_size(), 0);
   ASSERT_EQ(r.mounts_size(), 1);
   EXPECT_EQ(r.mounts(0).container_path(), "/var/run/nvidia-container-devices/0");
   EXPECT_EQ(agent_->manager().registrations(), registrations) << "the same servers, re-set";

@@ -63,10 +63,14 @@ absl::Status ParseDeviceListStrategy(const YAML::Node& node, const YamlFields& r
       add(DeviceListStrategy::kVolumeMounts);
     } else if (s == "cdi-annotations") {
       add(DeviceListStrategy::kCdiAnnotations);
-    } else if (s == "cdi-cri" || s == "cdi") {
+    } else if (s == "cdi-cri") {
       add(DeviceListStrategy::kCdiCri);
+    } else if (s == "cdi") {
+      add(DeviceListStrategy::kCdiCri);
+      add(DeviceListStrategy::kCdiAnnotations);
     } else if (s == "both") {
       add(DeviceListStrategy::kCdiCri);
+      add(DeviceListStrategy::kCdiAnnotations);
       add(DeviceListStrategy::kEnvVar);
       out.cdi_fallback = true;
     } else {
@@ -265,7 +269,9 @@ absl::StatusOr<DevicePluginConfig> Parse(const YAML::Node& root, const YamlField
 }  // namespace
 
 std::vector<DeviceListStrategy> DeviceListStrategies::Strategies() const {
-  return list.empty() ? std::vector{DeviceListStrategy::kCdiCri} : list;
+  return list.empty()
+             ? std::vector{DeviceListStrategy::kCdiCri, DeviceListStrategy::kCdiAnnotations}
+             : list;
 }
 
 bool DeviceListStrategies::Includes(DeviceListStrategy s) const {

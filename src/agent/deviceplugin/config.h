@@ -28,8 +28,11 @@ enum class DeviceListStrategy {
   kCdiCri,          // the CRI's cdi_devices field
 };
 
+// gpuop's default (and its "cdi") is cdi-cri plus cdi-annotations: the CRI field for kubelets
+// that send it, the annotations for older kubelets and runtimes that read only those
+// (containerd skips a device named both ways; CDI removes a node or mount before adding it).
 struct DeviceListStrategies {
-  // In the configuration's order; empty means the default, cdi-cri.
+  // In the configuration's order; empty means the default.
   std::vector<DeviceListStrategy> list;
   // gpuop's "both": CDI and the environment variable, CDI dropped while gpuop's CDI spec is not
   // on the node (the CDI component is off or has not written it yet).
@@ -92,9 +95,10 @@ struct ResourcePattern {
 // `not_acted_on` (the plugin warns once by name). docs/compatibility.md has the table.
 //
 // gpuop differences, all deliberate:
-// - flags.plugin.deviceListStrategy defaults to cdi-cri (gpuop needs no NVIDIA runtime); gpuop
-//   also takes "cdi" (= cdi-cri) and "both" (cdi-cri + envvar, falling back to envvar alone
-//   while its CDI spec is missing), and flags.deviceListStrategy as an older spelling.
+// - flags.plugin.deviceListStrategy defaults to cdi-cri + cdi-annotations (gpuop needs no NVIDIA
+//   runtime); gpuop also takes "cdi" (the same two) and "both" (those and envvar, falling back
+//   to envvar alone while its CDI spec is missing), and flags.deviceListStrategy as an older
+//   spelling.
 // - sharing rules' rename and devices, and resources.gpus / resources.mig, are acted on
 //   (NVIDIA's plugin warns and ignores them); several rules may name the same resource with
 //   disjoint devices, which gives GPUs different replica counts.

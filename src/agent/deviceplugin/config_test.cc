@@ -12,7 +12,8 @@ TEST(DevicePluginConfigTest, EmptyIsTheDefault) {
   auto config = ParseDevicePluginConfig("", "f");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->mig_strategy, MigStrategy::kNone);
-  EXPECT_EQ(config->device_list.Strategies(), std::vector{DeviceListStrategy::kCdiCri});
+  EXPECT_EQ(config->device_list.Strategies(),
+            (std::vector{DeviceListStrategy::kCdiCri, DeviceListStrategy::kCdiAnnotations}));
   EXPECT_FALSE(config->device_list.cdi_fallback);
   EXPECT_EQ(config->device_id_strategy, DeviceIdStrategy::kUuid);
   EXPECT_TRUE(config->fail_on_init_error);
@@ -45,7 +46,8 @@ sharing:
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->mig_strategy, MigStrategy::kMixed);
   EXPECT_EQ(config->device_list.list,
-            (std::vector{DeviceListStrategy::kCdiCri, DeviceListStrategy::kEnvVar}));
+            (std::vector{DeviceListStrategy::kCdiCri, DeviceListStrategy::kCdiAnnotations,
+                         DeviceListStrategy::kEnvVar}));
   EXPECT_TRUE(config->device_list.cdi_fallback) << "gpuop's both";
   EXPECT_TRUE(config->rename_by_default);
   EXPECT_TRUE(config->fail_requests_greater_than_one);
