@@ -107,7 +107,8 @@ absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kube
 
 std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags) {
   std::vector<std::unique_ptr<hw::Accelerator>> out;
-  auto nvml = hw::NvmlAccelerator::Open({.library_path = flags.NvmlLibrary()});
+  auto nvml = hw::NvmlAccelerator::Open(
+      {.library_path = flags.NvmlLibrary(), .sysfs_root = flags.sysfs_root});
   if (nvml.ok()) {
     out.push_back(*std::move(nvml));
   } else {

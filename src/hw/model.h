@@ -29,6 +29,10 @@ struct Link {
   int peer_index = 0;
   LinkKind kind = LinkKind::kCrossSocket;
   int fabric_links = 0;  // active NVLink or XGMI links to the peer (0 unless kGpuFabric)
+  // The PCIe path between the two (kSamePcieSwitch, kSameNumaNode or kCrossSocket), also when
+  // a fabric joins them: on an NVSwitch board every pair has the same fabric, and the PCIe path
+  // is what tells the sockets apart.
+  LinkKind pcie = LinkKind::kCrossSocket;
 };
 
 // A MIG compute instance exposed as a device.

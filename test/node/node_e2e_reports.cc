@@ -49,10 +49,12 @@ absl::StatusOr<json> ProbeReport(const fs::path& pod_logs, const std::string& ns
   return report;
 }
 
-// The nvidia.com/gpu device IDs the kubelet's PodResources API lists for pod `ns`/`pod`.
+// The nvidia.com/gpu device IDs the kubelet's PodResources API lists for pod `ns`/`pod`, and
+// the NUMA nodes it lists for them.
 absl::StatusOr<std::set<std::string>> KubeletDevicesOf(const NodeLayout& node,
                                                        const std::string& ns,
-                                                       const std::string& pod) {
+                                                       const std::string& pod,
+                                                       std::vector<std::vector<int64_t>>* numa) {
   auto lister = agent::podresources::NewKubeletPodLister(node.var_lib_kubelet / "pod-resources" /
                                                          "kubelet.sock");
   absl::StatusOr<std::vector<agent::podresources::PodDevice>> devices =
@@ -62,6 +64,7 @@ absl::StatusOr<std::set<std::string>> KubeletDevicesOf(const NodeLayout& node,
   for (const auto& d : *devices) {
     if (d.pod_namespace == ns && d.pod == pod && d.resource == "nvidia.com/gpu") {
       ids.insert(d.device_id);
+      if (numa != nullptr) numa->push_back(d.numa_nodes);
     }
   }
   return ids;
@@ -86,12 +89,27 @@ absl::Status CheckProbe(const NodeLayout& node, const std::string& ns, const std
     if (u.is_string()) uuids.insert(u.get<std::string>());
   }
   if (uuids.size() != 2) problems.push_back(absl::StrCat("NVML shows ", uuids.size(), " GPUs"));
-  absl::StatusOr<std::set<std::string>> kubelet = KubeletDevicesOf(node, ns, pod);
+  std::vector<std::vector<int64_t>> numa;
+  absl::StatusOr<std::set<std::string>> kubelet = KubeletDevicesOf(node, ns, pod, &numa);
   if (!kubelet.ok()) {
     problems.push_back(absl::StrCat("PodResources: ", kubelet.status().ToString()));
   } else if (*kubelet != uuids) {
     problems.push_back(absl::StrCat("PodResources lists ", absl::StrJoin(*kubelet, ","),
                                     " but NVML shows ", absl::StrJoin(uuids, ",")));
+  }
+  // The NUMA affinity from the node's PCI sysfs reached the kubelet, and the preferred
+  // allocation kept the pair on one socket of the simulated HGX board.
+  std::set<int64_t> sockets;
+  for (const auto& nodes : numa) {
+    if (nodes.size() != 1) {
+      problems.push_back(
+          absl::StrCat("PodResources lists ", nodes.size(), " NUMA nodes for a GPU, want 1"));
+    }
+    sockets.insert(nodes.begin(), nodes.end());
+  }
+  if (sockets.size() != 1) {
+    problems.push_back(
+        absl::StrCat("the two GPUs are on NUMA nodes ", absl::StrJoin(sockets, ","), ", want one"));
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(

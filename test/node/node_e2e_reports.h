@@ -5,10 +5,12 @@
 // shows them, the user workload's gpu-probe, the kubelet's PodResources API and the device
 // plugin's log.
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,10 +30,11 @@ std::string Allocatable(const nlohmann::json& node, const std::string& resource)
 absl::StatusOr<nlohmann::json> ProbeReport(const std::filesystem::path& pod_logs,
                                            const std::string& ns, const std::string& pod);
 
-// The nvidia.com/gpu device IDs the kubelet's PodResources API lists for pod `ns`/`pod`.
-absl::StatusOr<std::set<std::string>> KubeletDevicesOf(const NodeLayout& node,
-                                                       const std::string& ns,
-                                                       const std::string& pod);
+// The nvidia.com/gpu device IDs the kubelet's PodResources API lists for pod `ns`/`pod`, and
+// (when `numa` is set) the NUMA nodes it lists for each.
+absl::StatusOr<std::set<std::string>> KubeletDevicesOf(
+    const NodeLayout& node, const std::string& ns, const std::string& pod,
+    std::vector<std::vector<int64_t>>* numa = nullptr);
 
 // OK when the probe of pod `ns`/`pod` saw exactly two /dev/nvidiaN, loaded libnvidia-ml.so.1
 // and libcuda.so.1 by SONAME, and NVML showed exactly the two GPUs PodResources lists for it;

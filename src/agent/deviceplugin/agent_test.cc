@@ -17,6 +17,7 @@
 #include "kube/types/object_meta.h"
 #include "test/fakes/kubelet/fake_kubelet.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
+#include "test/fakes/sysfs/presets.h"
 
 namespace gpuop::agent {
 namespace {
@@ -41,7 +42,13 @@ class DevicePluginAgentTest : public ::testing::Test {
     std::ofstream(control_).flush();
     setenv("GPUOP_FAKE_NVML_SCENARIO", scenario, 1);
     setenv("GPUOP_FAKE_NVML_CONTROL", control_.c_str(), 1);
-    auto nvml = hw::NvmlAccelerator::Open({.library_path = GPUOP_FAKE_NVML_LIBRARY});
+    // The PCI bus of an HGX H100 board (the h100-8x-nvswitch scenario's addresses), where the
+    // GPUs' NUMA affinity is read, as on a real node.
+    const std::filesystem::path sysfs = dir_.path() / "sys";
+    std::filesystem::create_directories(sysfs);
+    fakes::NvidiaHgxNode(sysfs);
+    auto nvml = hw::NvmlAccelerator::Open(
+        {.library_path = GPUOP_FAKE_NVML_LIBRARY, .sysfs_root = sysfs.string()});
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
 

@@ -10,9 +10,26 @@
 namespace gpuop::agent {
 namespace {
 
-constexpr int kFabricScore = 1000;
-constexpr int kPcieSwitchScore = 100;
-constexpr int kNumaScore = 10;
+// Pair scores on the scale of NVIDIA's best-effort allocator (go-gpuallocator): 100 per NVLink
+// (or XGMI) link plus the PCIe path's score, so links decide first and, where every pair has
+// the same links (an NVSwitch board), the PCIe path keeps a set on one socket.
+constexpr int kPerFabricLink = 100;
+constexpr int kPcieSwitchScore = 50;
+constexpr int kNumaScore = 30;
+constexpr int kCrossSocketScore = 10;
+
+int PcieScore(hw::LinkKind kind) {
+  switch (kind) {
+    case hw::LinkKind::kSamePcieSwitch:
+      return kPcieSwitchScore;
+    case hw::LinkKind::kSameNumaNode:
+      return kNumaScore;
+    case hw::LinkKind::kGpuFabric:
+    case hw::LinkKind::kCrossSocket:
+      break;
+  }
+  return kCrossSocketScore;
+}
 
 // Sum of pairwise scores of the GPUs behind `chosen`.
 int SetScore(const std::vector<const PluginDevice*>& chosen, const Topology& topology) {
@@ -76,20 +93,10 @@ Topology::Topology(const std::vector<hw::Gpu>& gpus) {
   for (const auto& g : gpus) {
     for (const auto& link : g.links) {
       if (link.peer_index < 0 || link.peer_index > max_index) continue;
-      int score = 0;
-      switch (link.kind) {
-        case hw::LinkKind::kGpuFabric:
-          score = kFabricScore + link.fabric_links;
-          break;
-        case hw::LinkKind::kSamePcieSwitch:
-          score = kPcieSwitchScore;
-          break;
-        case hw::LinkKind::kSameNumaNode:
-          score = kNumaScore;
-          break;
-        case hw::LinkKind::kCrossSocket:
-          score = 0;
-          break;
+      // Without a fabric the link's kind is its PCIe path.
+      int score = PcieScore(link.kind == hw::LinkKind::kGpuFabric ? link.pcie : link.kind);
+      if (link.kind == hw::LinkKind::kGpuFabric) {
+        score += kPerFabricLink * std::max(1, link.fabric_links);
       }
       score_[static_cast<size_t>(g.index)][static_cast<size_t>(link.peer_index)] = score;
     }

@@ -11,13 +11,14 @@
 namespace gpuop::agent {
 
 // The pairwise topology of a node's GPUs, for preferred allocation: a score per pair, higher is
-// better (shared GPU fabric, then the same PCIe switch, then the same NUMA node).
+// better: 100 per NVLink/XGMI link, plus 50 for a common PCIe switch, 30 for the same NUMA node
+// or host bridge, 10 across sockets (NVIDIA's best-effort scale).
 class Topology {
  public:
   Topology() = default;
   explicit Topology(const std::vector<hw::Gpu>& gpus);
 
-  // Score of running on both GPUs; 0 for cross-socket or unknown pairs.
+  // Score of running on both GPUs; 0 for unknown pairs.
   int Score(int gpu_a, int gpu_b) const;
 
  private:

@@ -60,6 +60,41 @@ TEST(PreferredAllocationTest, FourGpusLandOnOneNvlinkIsland) {
   EXPECT_EQ(GpusOf(*ids), (std::set<int>{4, 5, 6, 7}));
 }
 
+// An HGX board: every pair joined by the same 18 NVLinks through the NVSwitches, GPUs 0-3 on
+// socket 0 and 4-7 on socket 1; only the PCIe path tells the sockets apart.
+std::vector<hw::Gpu> NvSwitchBoard() {
+  std::vector<hw::Gpu> gpus;
+  for (int i = 0; i < 8; ++i) {
+    hw::Gpu g{.vendor = hw::Vendor::kNvidia, .index = i, .uuid = absl::StrCat("GPU-", i)};
+    for (int j = 0; j < 8; ++j) {
+      if (i == j) continue;
+      g.links.push_back(
+          {.peer_index = j,
+           .kind = hw::LinkKind::kGpuFabric,
+           .fabric_links = 18,
+           .pcie = i / 4 == j / 4 ? hw::LinkKind::kSameNumaNode : hw::LinkKind::kCrossSocket});
+    }
+    gpus.push_back(g);
+  }
+  return gpus;
+}
+
+TEST(PreferredAllocationTest, AnNvSwitchBoardKeepsASetOnOneSocket) {
+  const auto gpus = NvSwitchBoard();
+  const Topology topology(gpus);
+  // The kubelet's available set is unordered: the answer must not depend on its order.
+  for (const std::vector<std::string>& available :
+       {std::vector<std::string>{"GPU-7", "GPU-0", "GPU-5", "GPU-2", "GPU-4", "GPU-6", "GPU-3"},
+        std::vector<std::string>{"GPU-0", "GPU-2", "GPU-3", "GPU-4", "GPU-5", "GPU-6", "GPU-7"}}) {
+    auto four = PreferredAllocation(Whole(gpus), topology, available, {}, 4);
+    ASSERT_TRUE(four.ok()) << four.status();
+    EXPECT_EQ(GpusOf(*four), (std::set<int>{4, 5, 6, 7})) << "socket 0 has only 3 free";
+    auto two = PreferredAllocation(Whole(gpus), topology, available, {"GPU-2"}, 2);
+    ASSERT_TRUE(two.ok()) << two.status();
+    EXPECT_EQ(GpusOf(*two), (std::set<int>{0, 2})) << "the must-include GPU's socket";
+  }
+}
+
 TEST(PreferredAllocationTest, MustIncludeSteersTheIsland) {
   const auto gpus = TwoIslands();
   auto ids = PreferredAllocation(Whole(gpus), Topology(gpus),

@@ -130,8 +130,8 @@ absl::StatusOr<NodeReport> Report(const std::vector<hw::Accelerator*>& accelerat
 absl::StatusOr<NodeReport> DiscoverNode(const DiscoverOptions& options) {
   std::vector<std::unique_ptr<hw::Accelerator>> owned;
   std::vector<std::string> notes;
-  absl::StatusOr<std::unique_ptr<hw::NvmlAccelerator>> nvml =
-      hw::NvmlAccelerator::Open({.library_path = options.nvml_library});
+  absl::StatusOr<std::unique_ptr<hw::NvmlAccelerator>> nvml = hw::NvmlAccelerator::Open(
+      {.library_path = options.nvml_library, .sysfs_root = options.sysfs_root.string()});
   if (nvml.ok()) {
     owned.push_back(*std::move(nvml));
   } else {

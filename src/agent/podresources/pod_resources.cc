@@ -39,12 +39,15 @@ class KubeletPodLister final : public PodLister {
     for (const ::v1::PodResources& pod : response.pod_resources()) {
       for (const ::v1::ContainerResources& container : pod.containers()) {
         for (const ::v1::ContainerDevices& group : container.devices()) {
+          std::vector<int64_t> numa;
+          for (const ::v1::NUMANode& node : group.topology().nodes()) numa.push_back(node.id());
           for (const std::string& id : group.device_ids()) {
             devices.push_back(PodDevice{.resource = group.resource_name(),
                                         .device_id = id,
                                         .pod_namespace = pod.namespace_(),
                                         .pod = pod.name(),
-                                        .container = container.name()});
+                                        .container = container.name(),
+                                        .numa_nodes = numa});
           }
         }
       }

@@ -18,6 +18,9 @@ struct PodDevice {
   std::string pod_namespace;
   std::string pod;
   std::string container;
+  // The NUMA nodes the kubelet lists for the device (from the plugin's topology); empty when
+  // the plugin gave none.
+  std::vector<int64_t> numa_nodes;
 
   friend bool operator==(const PodDevice&, const PodDevice&) = default;
 };

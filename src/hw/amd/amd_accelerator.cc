@@ -76,15 +76,17 @@ void DescribeLinks(std::vector<Described>& gpus) {
             }));
       }
       const bool same_hive = a.info.hive_id != 0 && a.info.hive_id == b.info.hive_id;
+      if (SharePcieBridge(a.pci_path, b.pci_path)) {
+        link.pcie = LinkKind::kSamePcieSwitch;
+      } else if (a.gpu.numa_node && a.gpu.numa_node == b.gpu.numa_node) {
+        link.pcie = LinkKind::kSameNumaNode;
+      } else {
+        link.pcie = LinkKind::kCrossSocket;
+      }
+      link.kind = link.pcie;
       if (xgmi > 0 || same_hive) {
         link.kind = LinkKind::kGpuFabric;  // the direct GPU-to-GPU fabric: XGMI on AMD
         link.fabric_links = xgmi;
-      } else if (SharePcieBridge(a.pci_path, b.pci_path)) {
-        link.kind = LinkKind::kSamePcieSwitch;
-      } else if (a.gpu.numa_node && a.gpu.numa_node == b.gpu.numa_node) {
-        link.kind = LinkKind::kSameNumaNode;
-      } else {
-        link.kind = LinkKind::kCrossSocket;
       }
       gpus[i].gpu.links.push_back(link);
     }

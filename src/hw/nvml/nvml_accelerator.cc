@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "hw/pci/sysfs.h"
 
 namespace gpuop::hw {
 namespace {
@@ -56,7 +57,7 @@ std::string NormalizePciBusId(const std::string& nvml_bus_id) {
 
 absl::StatusOr<std::unique_ptr<NvmlAccelerator>> NvmlAccelerator::Open(const NvmlOptions& options) {
   GPUOP_ASSIGN_OR_RETURN(std::unique_ptr<NvmlLibrary> lib, NvmlLibrary::Load(options.library_path));
-  return std::unique_ptr<NvmlAccelerator>(new NvmlAccelerator(std::move(lib), *options.clock));
+  return std::unique_ptr<NvmlAccelerator>(new NvmlAccelerator(std::move(lib), options));
 }
 
 NvmlAccelerator::~NvmlAccelerator() {
@@ -103,7 +104,10 @@ absl::StatusOr<Gpu> NvmlAccelerator::DescribeGpu(int index, nvmlDevice_t device)
   if (auto mem = Optional<nvmlMemory_t>(f.nvmlDeviceGetMemoryInfo, &lost, device)) {
     gpu.memory_bytes = mem->total;
   }
-  if (auto numa = Optional<unsigned int>(f.nvmlDeviceGetNumaNodeId, &lost, device)) {
+  // -1 is the kernel's "no affinity" (a single-node machine, or firmware that says nothing).
+  if (std::optional<int64_t> numa = sysfs::ReadOptionalInt(absl::StrCat(
+          sysfs_root_, "/bus/pci/devices/", absl::AsciiStrToLower(gpu.pci_bus_id), "/numa_node"));
+      numa.has_value() && *numa >= 0 && *numa < 1024) {
     gpu.numa_node = static_cast<int>(*numa);
   }
   if (auto minor_number = Optional<unsigned int>(f.nvmlDeviceGetMinorNumber, &lost, device)) {
@@ -156,25 +160,24 @@ void NvmlAccelerator::DescribeTopology(const std::vector<nvmlDevice_t>& devices,
           nvlinks += static_cast<int>(remotes[i].count(endpoint));
         }
       }
+      int level = NVML_TOPOLOGY_SYSTEM;
+      if (f.nvmlDeviceGetTopologyCommonAncestor != nullptr) {
+        calls_.fetch_add(1, std::memory_order_relaxed);
+        if (f.nvmlDeviceGetTopologyCommonAncestor(devices[i], devices[j], &level) != NVML_SUCCESS) {
+          level = NVML_TOPOLOGY_SYSTEM;
+        }
+      }
+      if (level <= NVML_TOPOLOGY_MULTIPLE) {
+        link.pcie = LinkKind::kSamePcieSwitch;
+      } else if (level <= NVML_TOPOLOGY_NODE) {
+        link.pcie = LinkKind::kSameNumaNode;
+      } else {
+        link.pcie = LinkKind::kCrossSocket;
+      }
+      link.kind = link.pcie;
       if (nvlinks > 0) {
         link.kind = LinkKind::kGpuFabric;
         link.fabric_links = nvlinks;
-      } else {
-        int level = NVML_TOPOLOGY_SYSTEM;
-        if (f.nvmlDeviceGetTopologyCommonAncestor != nullptr) {
-          calls_.fetch_add(1, std::memory_order_relaxed);
-          if (f.nvmlDeviceGetTopologyCommonAncestor(devices[i], devices[j], &level) !=
-              NVML_SUCCESS) {
-            level = NVML_TOPOLOGY_SYSTEM;
-          }
-        }
-        if (level <= NVML_TOPOLOGY_MULTIPLE) {
-          link.kind = LinkKind::kSamePcieSwitch;
-        } else if (level <= NVML_TOPOLOGY_NODE) {
-          link.kind = LinkKind::kSameNumaNode;
-        } else {
-          link.kind = LinkKind::kCrossSocket;
-        }
       }
       gpus[i].links.push_back(link);
     }

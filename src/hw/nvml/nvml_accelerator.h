@@ -21,6 +21,10 @@ struct NvmlOptions {
   // ("/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1") or the fake.
   std::string library_path = "libnvidia-ml.so.1";
   const common::Clock* clock = &common::Clock::Real();
+  // Where the PCI devices' NUMA affinity is read: <sysfs_root>/bus/pci/devices/<bus id>/
+  // numa_node, as NVIDIA's device plugin does (nvmlDeviceGetNumaNodeId answers only where a
+  // GPU is a NUMA node of its own, so x86 nodes would have no topology).
+  std::string sysfs_root = "/sys";
 };
 
 // The NVIDIA backend: NVML through dlopen.
@@ -54,8 +58,8 @@ class NvmlAccelerator final : public Accelerator {
   ~NvmlAccelerator() override;
 
  private:
-  NvmlAccelerator(std::unique_ptr<NvmlLibrary> library, const common::Clock& clock)
-      : lib_(std::move(library)), clock_(clock) {}
+  NvmlAccelerator(std::unique_ptr<NvmlLibrary> library, const NvmlOptions& options)
+      : lib_(std::move(library)), clock_(*options.clock), sysfs_root_(options.sysfs_root) {}
 
   // Wraps an NVML call: counts it and turns the code into a Status naming call and GPU.
   template <typename Fn, typename... Args>
@@ -77,6 +81,7 @@ class NvmlAccelerator final : public Accelerator {
 
   std::unique_ptr<NvmlLibrary> lib_;
   const common::Clock& clock_;
+  const std::string sysfs_root_;
   mutable std::atomic<int64_t> calls_{0};
   absl::Mutex mu_;
   nvmlEventSet_t event_set_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "test/fakes/sysfs/presets.h"
+
 namespace gpuop::hw {
 namespace {
 
@@ -22,6 +24,7 @@ class NvmlAcceleratorTest : public ::testing::Test {
     unsetenv("GPUOP_FAKE_NVML_SCENARIO");
     unsetenv("GPUOP_FAKE_NVML_CONTROL");
     if (!control_.empty()) std::filesystem::remove(control_);
+    if (!sysfs_.empty()) std::filesystem::remove_all(sysfs_);
   }
 
   // Opens the fake machine `scenario` (a preset name).
@@ -33,7 +36,15 @@ class NvmlAcceleratorTest : public ::testing::Test {
       std::ofstream(control_, std::ios::trunc).flush();
       setenv("GPUOP_FAKE_NVML_CONTROL", control_.c_str(), 1);
     }
-    auto nvml = NvmlAccelerator::Open({.library_path = GPUOP_FAKE_NVML_LIBRARY});
+    // The PCI bus of an HGX H100 board (the h100-8x-nvswitch scenario's addresses): the NUMA
+    // affinity comes from there, not from NVML.
+    sysfs_ =
+        std::filesystem::temp_directory_path() / ("gpuop-nvml-sysfs-" + std::to_string(getpid()));
+    std::filesystem::remove_all(sysfs_);
+    std::filesystem::create_directories(sysfs_);
+    fakes::NvidiaHgxNode(sysfs_);
+    auto nvml = NvmlAccelerator::Open(
+        {.library_path = GPUOP_FAKE_NVML_LIBRARY, .sysfs_root = sysfs_.string()});
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
   }
@@ -48,6 +59,7 @@ class NvmlAcceleratorTest : public ::testing::Test {
 
   std::unique_ptr<NvmlAccelerator> nvml_;
   std::filesystem::path control_;
+  std::filesystem::path sysfs_;
 };
 
 TEST_F(NvmlAcceleratorTest, MissingLibraryIsNotFound) {
@@ -93,10 +105,21 @@ TEST_F(NvmlAcceleratorTest, H100MachineInventoryAndNvSwitchTopology) {
     for (const Link& l : g.links) {
       EXPECT_EQ(l.kind, LinkKind::kGpuFabric) << g.index << "->" << l.peer_index;
       EXPECT_EQ(l.fabric_links, 18) << g.index << "->" << l.peer_index;
+      // Every pair has the same NVLinks; the PCIe path still tells the sockets apart.
+      EXPECT_EQ(l.pcie,
+                g.index / 4 == l.peer_index / 4 ? LinkKind::kSameNumaNode : LinkKind::kCrossSocket)
+          << g.index << "->" << l.peer_index;
     }
   }
   EXPECT_EQ(uuids.size(), 8u);
   EXPECT_EQ(buses.size(), 8u);
+}
+
+TEST_F(NvmlAcceleratorTest, NoNumaNodeWithoutTheSysfsAffinity) {
+  // The L4 preset's PCI addresses are not on the HGX bus, and NVML has no NUMA node for x86
+  // GPUs: nothing is made up.
+  Open("l4-4x-pcie");
+  for (const Gpu& g : Discover().gpus) EXPECT_FALSE(g.numa_node.has_value()) << g.index;
 }
 
 TEST_F(NvmlAcceleratorTest, L4MachinePcieTopologyAndNoMig) {

@@ -109,7 +109,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       break;
     case Component::kDevicePlugin:
       s.command =
-          Agent({"device-plugin", kHostRootFlag, "--config-dir=/etc/gpuop/device-plugin",
+          Agent({"device-plugin", kHostRootFlag, "--sysfs-root=/host/sys",
+                 "--config-dir=/etc/gpuop/device-plugin",
                  "--config-name=" + c.device_plugin_default_config,
                  "--health-file=/run/gpuop/gpu-health.json", "--layout-file=/run/gpuop/mig-layout",
                  "--recover-after=" + Seconds(c.recover_after)});

@@ -79,8 +79,10 @@ nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
   return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
     if (node == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (!gpu.spec.numa_node) return NVML_ERROR_NOT_SUPPORTED;
-    *node = *gpu.spec.numa_node;
+    // nvml.h: "This only applies to platforms where the GPUs are NUMA nodes"; on x86 the PCI
+    // affinity is in sysfs, not here.
+    if (!gpu.spec.gpu_numa_node) return NVML_ERROR_NOT_SUPPORTED;
+    *node = *gpu.spec.gpu_numa_node;
     return NVML_SUCCESS;
   });
 }

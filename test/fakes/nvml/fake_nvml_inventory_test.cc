@@ -88,9 +88,15 @@ TEST_P(FakeNvmlInventory, ReportsThePresetMachine) {
     nvmlDeviceArchitecture_t architecture = 0;
     ASSERT_EQ(nvml.nvmlDeviceGetArchitecture(gpu, &architecture), NVML_SUCCESS);
     EXPECT_EQ(architecture, preset.architecture);
+    // x86 presets: the GPUs are not NUMA nodes, so NVML has no NUMA node to report (nvml.h);
+    // their PCI affinity shows only in the topology level between them.
     unsigned int numa = 0;
-    ASSERT_EQ(nvml.nvmlDeviceGetNumaNodeId(gpu, &numa), NVML_SUCCESS);
-    EXPECT_EQ(numa, preset.numa[i]);
+    EXPECT_EQ(nvml.nvmlDeviceGetNumaNodeId(gpu, &numa), NVML_ERROR_NOT_SUPPORTED);
+    if (i > 0 && preset.numa[i] != preset.numa[0] && nvml.nvmlDeviceGetTopologyCommonAncestor) {
+      int level = 0;
+      ASSERT_EQ(nvml.nvmlDeviceGetTopologyCommonAncestor(Gpu(0), gpu, &level), NVML_SUCCESS);
+      EXPECT_EQ(level, NVML_TOPOLOGY_SYSTEM);
+    }
     unsigned int index = 0;
     ASSERT_EQ(nvml.nvmlDeviceGetIndex(gpu, &index), NVML_SUCCESS);
     EXPECT_EQ(index, i);
@@ -138,6 +144,25 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 using FakeNvmlPresets = FakeNvmlTest;
+
+TEST_F(FakeNvmlPresets, OnlyAGpuThatIsANumaNodeReportsOne) {
+  const std::string path = WriteFile("grace.yaml", R"(
+driver: {version: "570.86.15", cuda_version: "12.8"}
+models:
+  gh200:
+    name: NVIDIA GH200 480GB
+    pci_device_id: 0x2342
+    architecture: hopper
+    compute_capability: "9.0"
+    memory_mib: 97871
+gpus:
+  - {model: gh200, pci_bus_id: "0009:01:00.0", numa_node: 0, gpu_numa_node: 1}
+)");
+  ASSERT_EQ(Start(path), NVML_SUCCESS);
+  unsigned int numa = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetNumaNodeId(Gpu(0), &numa), NVML_SUCCESS);
+  EXPECT_EQ(numa, 1u);
+}
 
 TEST_F(FakeNvmlPresets, NoGpusIsALoadedDriverWithoutDevices) {
   ASSERT_EQ(Start("no-gpus"), NVML_SUCCESS);

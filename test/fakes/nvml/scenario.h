@@ -152,7 +152,12 @@ struct GpuSpec {
   int compute_minor = 0;
   unsigned long long memory_mib = 0;
   unsigned long long reserved_mib = 0;
+  // The PCI device's NUMA affinity (sysfs numa_node): it decides the topology level between
+  // GPUs. NVML itself does not report it.
   std::optional<unsigned int> numa_node;
+  // The NUMA node the GPU is itself, on platforms where GPUs are NUMA nodes (Grace: coherent
+  // GPU memory); the only case where nvmlDeviceGetNumaNodeId answers.
+  std::optional<unsigned int> gpu_numa_node;
   unsigned int minor_number = 0;
   int host_bridge = -1;            // -1: a root port of its own
   std::vector<int> pcie_switches;  // switch ids from the root down to the GPU

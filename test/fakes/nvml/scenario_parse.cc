@@ -206,6 +206,7 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
                                    "memory_mib",
                                    "memory_reserved_mib",
                                    "numa_node",
+                                   "gpu_numa_node",
                                    "minor_number",
                                    "host_bridge",
                                    "pcie_switches",
@@ -260,6 +261,10 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
   }
   if (node["numa_node"]) {
     GPUOP_ASSIGN_OR_RETURN(gpu.numa_node, ReadUint(node["numa_node"], at("numa_node"), 1023));
+  }
+  if (node["gpu_numa_node"]) {
+    GPUOP_ASSIGN_OR_RETURN(gpu.gpu_numa_node,
+                           ReadUint(node["gpu_numa_node"], at("gpu_numa_node"), 1023));
   }
   gpu.minor_number = static_cast<unsigned int>(index);
   if (node["minor_number"]) {
