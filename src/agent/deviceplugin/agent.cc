@@ -100,6 +100,9 @@ absl::Status DevicePluginAgent::Replan(bool& discovery_failed) {
       discovery_failed = true;
       absl::MutexLock lock(&mu_);
       init_failed_ = true;
+      // NVIDIA's failOnInitError, from the configuration that would be in force.
+      init_fatal_ = loaded.ok() ? loaded->fail_on_init_error
+                                : config_.value_or(DevicePluginConfig{}).fail_on_init_error;
       return inventory.status();
     }
     gpus.insert(gpus.end(), inventory->gpus.begin(), inventory->gpus.end());
@@ -164,8 +167,10 @@ absl::Status DevicePluginAgent::Start() {
   if (absl::Status planned = Replan(discovery_failed); !planned.ok() && discovery_failed) {
     // NVIDIA's failOnInitError: exit (the kubelet restarts the pod), unless the configuration
     // says to keep running without GPUs.
-    absl::StatusOr<DevicePluginConfig> loaded = source_.Load();
-    if (!loaded.ok() || loaded->fail_on_init_error) return planned;
+    {
+      absl::MutexLock lock(&mu_);
+      if (init_fatal_) return planned;
+    }
     Warn(absl::StrCat("no GPUs yet (failOnInitError: false; trying again every ",
                       absl::FormatDuration(options_.init_retry), "): ", planned.message()));
     absl::MutexLock lock(&mu_);

@@ -109,6 +109,7 @@ class DevicePluginAgent {
   ResourcePlan plan_ ABSL_GUARDED_BY(mu_);
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);
   bool init_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool init_fatal_ ABSL_GUARDED_BY(mu_) = true;
   std::set<std::string> warned_ ABSL_GUARDED_BY(mu_);
   common::FileWatch watch_;
   std::jthread config_thread_;

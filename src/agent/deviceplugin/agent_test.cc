@@ -4,6 +4,7 @@
 #include "agent/deviceplugin/agent.h"
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 
 #include "absl/strings/str_cat.h"
+#include "agent/mig/forwarding_accelerator.h"
 #include "common/files.h"
 #include "hw/nvml/nvml_accelerator.h"
 #include "kube/types/object_meta.h"
@@ -31,6 +33,7 @@ class DevicePluginAgentTest : public ::testing::Test {
   void TearDown() override {
     agent_.reset();
     kubelet_.reset();
+    flaky_.reset();
     nvml_.reset();
     unsetenv("GPUOP_FAKE_NVML_SCENARIO");
     unsetenv("GPUOP_FAKE_NVML_CONTROL");
@@ -62,7 +65,7 @@ class DevicePluginAgentTest : public ::testing::Test {
     ASSERT_TRUE(common::WriteFileAtomically(config_dir_ / "default", config).ok());
     source_ = std::make_unique<ConfigSource>(config_dir_, "default");
     agent_ = std::make_unique<DevicePluginAgent>(
-        std::vector<hw::Accelerator*>{nvml_.get()}, *source_,
+        std::vector<hw::Accelerator*>{Discovering()}, *source_,
         DevicePluginAgentOptions{.manager = {.plugin_dir = plugin_dir_},
                                  .health = {.policy = health,
                                             .sample_interval = absl::Milliseconds(50),
@@ -70,18 +73,44 @@ class DevicePluginAgentTest : public ::testing::Test {
                                             .external_file = dir_.path() / "run" / "health.json"},
                                  .layout_file = dir_.path() / "run" / "layout",
                                  .poll = absl::Milliseconds(50),
+                                 .init_retry = absl::Milliseconds(100),
                                  .cdi_spec = cdi_spec_,
                                  .warn = [this](const std::string& w) {
                                    absl::MutexLock lock(&warnings_mu_);
                                    warnings_.push_back(w);
                                  }});
-    const absl::Status started = agent_->Start();
-    ASSERT_TRUE(started.ok()) << started;
+    started_ = agent_->Start();
+    if (expect_started_) {
+      ASSERT_TRUE(started_.ok()) << started_;
+    }
+  }
+
+  // What the agent discovers through: the fake, or a FlakyAccelerator around it.
+  hw::Accelerator* Discovering() {
+    if (!flaky_discovery_) return nvml_.get();
+    flaky_ = std::make_unique<FlakyAccelerator>(*nvml_);
+    return flaky_.get();
   }
 
   void Control(const std::string& line) { std::ofstream(control_, std::ios::app) << line << "\n"; }
 
+  // An accelerator whose discovery fails while `failing` is set (NVML not answering yet).
+  class FlakyAccelerator final : public mig::ForwardingAccelerator {
+   public:
+    using ForwardingAccelerator::ForwardingAccelerator;
+    absl::StatusOr<hw::Inventory> Discover() override {
+      if (failing.load()) return absl::UnavailableError("nvmlInit_v2: driver not loaded");
+      return ForwardingAccelerator::Discover();
+    }
+    std::atomic<bool> failing{true};
+  };
+
   fakes::TempDir dir_;
+  // Set before Start(): the agent discovers through a FlakyAccelerator around the fake.
+  bool flaky_discovery_ = false;
+  std::unique_ptr<FlakyAccelerator> flaky_;
+  bool expect_started_ = true;
+  absl::Status started_;
   std::filesystem::path control_, plugin_dir_, config_dir_;
   std::filesystem::path cdi_spec_ = dir_.path() / "cdi" / "gpuop-nvidia.json";
   absl::Mutex warnings_mu_;
@@ -160,6 +189,24 @@ TEST_F(DevicePluginAgentTest, AReloadAppliesTheNewSettingsToServedResources) {
   ASSERT_EQ(r.mounts_size(), 1);
   EXPECT_EQ(r.mounts(0).container_path(), "/var/run/nvidia-container-devices/0");
   EXPECT_EQ(agent_->manager().registrations(), registrations) << "the same servers, re-set";
+}
+
+TEST_F(DevicePluginAgentTest, FailOnInitErrorFalseKeepsThePluginUntilDiscoveryWorks) {
+  flaky_discovery_ = true;
+  Start("h100-8x-nvswitch", "version: v1\nflags:\n  failOnInitError: false\n");
+  EXPECT_FALSE(agent_->last_error().ok()) << "discovery failed at start";
+  EXPECT_TRUE(agent_->manager().resources().empty());
+  flaky_->failing = false;
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok())
+      << "the retry found the GPUs without a restart";
+}
+
+TEST_F(DevicePluginAgentTest, FailOnInitErrorTrueStopsTheStart) {
+  flaky_discovery_ = true;
+  expect_started_ = false;
+  Start("h100-8x-nvswitch", "version: v1\n");
+  EXPECT_EQ(started_.code(), absl::StatusCode::kUnavailable) << started_;
+  EXPECT_THAT(std::string(started_.message()), HasSubstr("driver not loaded"));
 }
 
 TEST_F(DevicePluginAgentTest, KeysNotActedOnAreWarnedOnceByName) {

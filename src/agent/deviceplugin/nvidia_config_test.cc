@@ -42,14 +42,6 @@ hw::Gpu MigGpu(int index, std::vector<std::string> profiles) {
   return gpu;
 }
 
-std::vector<std::string> Ids(const ResourcePlan& plan, const std::string& resource) {
-  std::vector<std::string> ids;
-  if (auto it = plan.resources.find(resource); it != plan.resources.end()) {
-    for (const auto& d : it->second) ids.push_back(d.id);
-  }
-  return ids;
-}
-
 TEST(NvidiaConfigTest, PluginFlags) {
   const DevicePluginConfig config = Load("plugin-flags.yaml");
   EXPECT_EQ(config.mig_strategy, MigStrategy::kNone);
@@ -74,7 +66,7 @@ TEST(NvidiaConfigTest, TimeSlicingTenReplicasOfEveryGpu) {
   EXPECT_EQ(config.sharing_strategy, SharingStrategy::kTimeSlicing);
   auto plan = PlanResources({Gpu(0), Gpu(1)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  const std::vector<std::string> ids = Ids(*plan, "nvidia.com/gpu");
+  const std::vector<std::string> ids = plan->Ids("nvidia.com/gpu");
   ASSERT_EQ(ids.size(), 20u);
   EXPECT_EQ(ids[0], "GPU-00000000-0000-0000-0000-000000000000::0") << "NVIDIA's replica IDs";
   EXPECT_EQ(plan->Replicas("nvidia.com/gpu"), 10);
@@ -86,7 +78,7 @@ TEST(NvidiaConfigTest, RenameByDefaultAdvertisesGpuShared) {
   auto plan = PlanResources({Gpu(0)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->resources.contains("nvidia.com/gpu"));
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu.shared").size(), 10u);
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu.shared").size(), 10u);
 }
 
 TEST(NvidiaConfigTest, MigMixedReplicasPerProfile) {
@@ -94,9 +86,9 @@ TEST(NvidiaConfigTest, MigMixedReplicasPerProfile) {
   EXPECT_EQ(config.mig_strategy, MigStrategy::kMixed);
   auto plan = PlanResources({MigGpu(0, {"1g.5gb", "1g.5gb", "3g.20gb"}), Gpu(1)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-1g.5gb").size(), 4u);
-  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-3g.20gb").size(), 3u);
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu").size(), 8u);
+  EXPECT_EQ(plan->Ids("nvidia.com/mig-1g.5gb").size(), 4u);
+  EXPECT_EQ(plan->Ids("nvidia.com/mig-3g.20gb").size(), 3u);
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu").size(), 8u);
   EXPECT_THAT(plan->warnings, ElementsAre(HasSubstr("no nvidia.com/mig-2g.10gb"),
                                           HasSubstr("no nvidia.com/mig-7g.40gb")));
 }
@@ -133,19 +125,18 @@ TEST(NvidiaConfigTest, ResourcePatternsRenamesCountsListsAndMigIndices) {
                             config);
   ASSERT_TRUE(plan.ok()) << plan.status();
   // The first two H100s (a count), 4 replicas each, under the rule's own name.
-  EXPECT_EQ(Ids(*plan, "nvidia.com/h100-shared").size(), 8u);
+  EXPECT_EQ(plan->Ids("nvidia.com/h100-shared").size(), 8u);
   // GPU 2 unshared; GPU 3 (an index) and GPU 4 (a UUID), 2 replicas each.
-  EXPECT_THAT(Ids(*plan, "nvidia.com/h100"),
+  EXPECT_THAT(plan->Ids("nvidia.com/h100"),
               ElementsAre("GPU-00000000-0000-0000-0000-000000000002",
                           "GPU-00000000-0000-0000-0000-000000000003::0",
                           "GPU-00000000-0000-0000-0000-000000000003::1",
                           "GPU-00000000-0000-0000-0000-000000000004::0",
                           "GPU-00000000-0000-0000-0000-000000000004::1"));
   // The L4 falls through to the catch-all pattern.
-  EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"),
-              ElementsAre("GPU-00000000-0000-0000-0000-000000000006"));
+  EXPECT_THAT(plan->Ids("nvidia.com/gpu"), ElementsAre("GPU-00000000-0000-0000-0000-000000000006"));
   // MIG device 5:0 (a MIG index) three times, 5:1 as it is.
-  EXPECT_THAT(Ids(*plan, "nvidia.com/mig-small"),
+  EXPECT_THAT(plan->Ids("nvidia.com/mig-small"),
               ElementsAre("MIG-5-0::0", "MIG-5-0::1", "MIG-5-0::2", "MIG-5-1"));
 }
 

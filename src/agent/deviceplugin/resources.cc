@@ -255,6 +255,14 @@ int ResourcePlan::Replicas(const std::string& resource) const {
   return replicas;
 }
 
+std::vector<std::string> ResourcePlan::Ids(const std::string& resource) const {
+  std::vector<std::string> ids;
+  if (auto it = resources.find(resource); it != resources.end()) {
+    for (const auto& d : it->second) ids.push_back(d.id);
+  }
+  return ids;
+}
+
 MigSingleLayout ClassifyMigSingle(const std::vector<hw::Gpu>& gpus) {
   MigSingleLayout out;
   std::vector<const hw::Gpu*> enabled, disabled;

@@ -53,6 +53,8 @@ struct ResourcePlan {
 
   // Replicas per device of `resource` when they are all equal, otherwise the largest.
   int Replicas(const std::string& resource) const;
+  // The kubelet's device IDs of `resource`, in the plan's order; empty when it has none.
+  std::vector<std::string> Ids(const std::string& resource) const;
 };
 
 // NVIDIA's MIG resource name for a profile: "nvidia.com/mig-1g.10gb"; '+' becomes '.'.

@@ -32,19 +32,11 @@ SharingRule Rule(std::string resource, int replicas, std::vector<std::string> de
   return rule;
 }
 
-std::vector<std::string> Ids(const ResourcePlan& plan, const std::string& resource) {
-  std::vector<std::string> ids;
-  if (auto it = plan.resources.find(resource); it != plan.resources.end()) {
-    for (const auto& d : it->second) ids.push_back(d.id);
-  }
-  return ids;
-}
-
 // NVIDIA's device plugin under migStrategy none: every GPU is nvidia.com/gpu, MIG mode or not.
 TEST(PlanResourcesTest, NoneAdvertisesEveryGpuWhateverItsMigMode) {
   auto plan = PlanResources({Nvidia(0), Nvidia(1, true, {"1g.10gb"})}, {});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), (std::vector<std::string>{"GPU-0", "GPU-1"}));
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu"), (std::vector<std::string>{"GPU-0", "GPU-1"}));
   EXPECT_THAT(plan->warnings, IsEmpty());
   EXPECT_EQ(plan->resources.size(), 1u);
   const PluginDevice& d = plan->resources.at("nvidia.com/gpu")[0];
@@ -58,10 +50,10 @@ TEST(PlanResourcesTest, MixedNamesResourcesByProfile) {
                              Nvidia(1, true, {"1g.5gb+me"}), Nvidia(2)},
                             {.mig_strategy = MigStrategy::kMixed});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-1g.10gb"), (std::vector<std::string>{"MIG-0-0", "MIG-0-1"}));
-  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-3g.40gb"), std::vector<std::string>{"MIG-0-2"});
-  EXPECT_EQ(Ids(*plan, "nvidia.com/mig-1g.5gb.me"), std::vector<std::string>{"MIG-1-0"});
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-2"});
+  EXPECT_EQ(plan->Ids("nvidia.com/mig-1g.10gb"), (std::vector<std::string>{"MIG-0-0", "MIG-0-1"}));
+  EXPECT_EQ(plan->Ids("nvidia.com/mig-3g.40gb"), std::vector<std::string>{"MIG-0-2"});
+  EXPECT_EQ(plan->Ids("nvidia.com/mig-1g.5gb.me"), std::vector<std::string>{"MIG-1-0"});
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu"), std::vector<std::string>{"GPU-2"});
   EXPECT_TRUE(plan->resources.at("nvidia.com/mig-1g.10gb")[0].mig);
   EXPECT_EQ(plan->resources.at("nvidia.com/mig-1g.10gb")[0].cdi_name,
             "nvidia.gpuop.io/gpu=MIG-0-0");
@@ -70,7 +62,7 @@ TEST(PlanResourcesTest, MixedNamesResourcesByProfile) {
 TEST(PlanResourcesTest, MixedSkipsAMigGpuWithoutMigDevices) {
   auto plan = PlanResources({Nvidia(0, true), Nvidia(1)}, {.mig_strategy = MigStrategy::kMixed});
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), std::vector<std::string>{"GPU-1"});
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu"), std::vector<std::string>{"GPU-1"});
   EXPECT_THAT(plan->warnings, ElementsAre(HasSubstr("GPU 0 (GPU-0) has MIG enabled but no MIG")));
 }
 
@@ -109,7 +101,7 @@ TEST(PlanResourcesTest, SingleLayouts) {
     ASSERT_TRUE(plan.ok()) << plan.status();
     ASSERT_TRUE(plan->resources.contains("nvidia.com/gpu"));
     EXPECT_EQ(plan->resources.size(), 1u);
-    EXPECT_EQ(Ids(*plan, "nvidia.com/gpu"), c.want);
+    EXPECT_EQ(plan->Ids("nvidia.com/gpu"), c.want);
     if (*c.invalid == '\0') {
       EXPECT_EQ(plan->mig_invalid, "");
       EXPECT_THAT(plan->warnings, IsEmpty());
@@ -125,7 +117,7 @@ TEST(PlanResourcesTest, TimeSlicingOnAnInvalidSingleLayoutReplicatesNothing) {
   config.sharing = {Rule("nvidia.com/gpu", 2, {"0"})};
   auto plan = PlanResources({Nvidia(0, true, {"1g.10gb"}), Nvidia(1)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"), IsEmpty());
+  EXPECT_THAT(plan->Ids("nvidia.com/gpu"), IsEmpty());
   EXPECT_FALSE(plan->mig_invalid.empty());
 }
 
@@ -147,7 +139,7 @@ TEST(PlanResourcesTest, TimeSlicingPerGpuReplicas) {
   config.sharing = {Rule("nvidia.com/gpu", 2, {"0"}), Rule("nvidia.com/gpu", 3, {"GPU-1"})};
   auto plan = PlanResources({Nvidia(0), Nvidia(1), Nvidia(2)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_THAT(Ids(*plan, "nvidia.com/gpu"),
+  EXPECT_THAT(plan->Ids("nvidia.com/gpu"),
               ::testing::UnorderedElementsAre("GPU-0::0", "GPU-0::1", "GPU-1::0", "GPU-1::1",
                                               "GPU-1::2", "GPU-2"));
   EXPECT_EQ(plan->Replicas("nvidia.com/gpu"), 3);
@@ -165,7 +157,7 @@ TEST(PlanResourcesTest, TimeSlicingRenamesToShared) {
   auto plan = PlanResources({Nvidia(0), Nvidia(1)}, config);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_FALSE(plan->resources.contains("nvidia.com/gpu"));
-  EXPECT_EQ(Ids(*plan, "nvidia.com/gpu.shared").size(), 8u);
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu.shared").size(), 8u);
 }
 
 TEST(PlanResourcesTest, RuleForAMissingDeviceIsAnError) {
@@ -182,7 +174,7 @@ TEST(PlanResourcesTest, AmdGpusByPciAddress) {
       .vendor = hw::Vendor::kAmd, .index = 0, .uuid = "0x1234", .pci_bus_id = "0000:19:00.0"};
   auto plan = PlanResources({amd}, {});
   ASSERT_TRUE(plan.ok());
-  ASSERT_EQ(Ids(*plan, "amd.com/gpu"), std::vector<std::string>{"0000:19:00.0"});
+  ASSERT_EQ(plan->Ids("amd.com/gpu"), std::vector<std::string>{"0000:19:00.0"});
   EXPECT_EQ(plan->resources.at("amd.com/gpu")[0].cdi_name, "amd.com/gpu=0000:19:00.0");
 }
 

@@ -92,7 +92,8 @@ TEST_P(FakeNvmlInventory, ReportsThePresetMachine) {
     // their PCI affinity shows only in the topology level between them.
     unsigned int numa = 0;
     EXPECT_EQ(nvml.nvmlDeviceGetNumaNodeId(gpu, &numa), NVML_ERROR_NOT_SUPPORTED);
-    if (i > 0 && preset.numa[i] != preset.numa[0] && nvml.nvmlDeviceGetTopologyCommonAncestor) {
+    ASSERT_NE(nvml.nvmlDeviceGetTopologyCommonAncestor, nullptr);
+    if (i > 0 && preset.numa[i] != preset.numa[0]) {
       int level = 0;
       ASSERT_EQ(nvml.nvmlDeviceGetTopologyCommonAncestor(Gpu(0), gpu, &level), NVML_SUCCESS);
       EXPECT_EQ(level, NVML_TOPOLOGY_SYSTEM);
