@@ -195,7 +195,7 @@ TEST_F(FakeKubeletRegistrationTest, StopIsPromptAndCancelsPendingDials) {
   auto plugin = ServePlugin();
   plugin->SetDevices({MakeDevice("gpu-0")});
   GPUOP_ASSERT_OK(plugin->Register(kubelet_->registration_socket()));
-  GPUOP_ASSERT_OK(plugin->WaitForOpenStreams(1, kWait));
+  GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 1, kWait));
 
   // A registration whose plugin never answers keeps the kubelet dialing.
   TestDevicePlugin absent({.dir = plugin_dir(), .endpoint = "absent.sock"});
