@@ -111,45 +111,38 @@ int Topology::Score(int a, int b) const {
   return score_[static_cast<size_t>(a)][static_cast<size_t>(b)];
 }
 
-absl::StatusOr<std::vector<std::string>> PreferredAllocation(
-    const std::vector<PluginDevice>& devices, const Topology& topology,
-    const std::vector<std::string>& available, const std::vector<std::string>& must_include,
-    int size) {
-  if (size <= 0) return absl::InvalidArgumentError("allocation size must be positive");
+std::vector<std::string> PreferredAllocation(const std::vector<PluginDevice>& devices,
+                                             const Topology& topology,
+                                             const std::vector<std::string>& available,
+                                             const std::vector<std::string>& must_include,
+                                             int size) {
+  if (size <= 0) return {};
   absl::flat_hash_map<std::string, const PluginDevice*> by_id;
   for (const auto& d : devices) by_id[d.id] = &d;
-  auto lookup = [&](const std::string& id) -> absl::StatusOr<const PluginDevice*> {
+  // IDs this plugin does not serve (a stale list after a re-registration) are skipped: the
+  // kubelet fails the pod's admission on an error, but fills a short answer itself.
+  std::set<std::string> seen;
+  auto known = [&](const std::string& id) -> const PluginDevice* {
     auto it = by_id.find(id);
-    if (it == by_id.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown device ID \"", id, "\""));
-    }
+    if (it == by_id.end() || !seen.insert(id).second) return nullptr;
     return it->second;
   };
   std::vector<const PluginDevice*> must;
-  std::set<std::string> must_ids(must_include.begin(), must_include.end());
   for (const auto& id : must_include) {
-    absl::StatusOr<const PluginDevice*> d = lookup(id);
-    if (!d.ok()) return d.status();
-    must.push_back(*d);
+    if (const PluginDevice* d = known(id)) must.push_back(d);
   }
-  if (must.size() > static_cast<size_t>(size)) {
-    return absl::InvalidArgumentError(absl::StrCat(must.size(),
-                                                   " devices must be included in an "
-                                                   "allocation of ",
-                                                   size));
+  if (must.size() >= static_cast<size_t>(size)) {
+    std::vector<std::string> ids;
+    for (const auto* d : must) ids.push_back(d->id);
+    return ids;
   }
   std::vector<const PluginDevice*> pool;
   for (const auto& id : available) {
-    absl::StatusOr<const PluginDevice*> d = lookup(id);
-    if (!d.ok()) return d.status();
-    if (!must_ids.contains(id)) pool.push_back(*d);
+    if (const PluginDevice* d = known(id)) pool.push_back(d);
   }
   std::sort(pool.begin(), pool.end(),
             [](const PluginDevice* a, const PluginDevice* b) { return a->id < b->id; });
-  if (must.size() + pool.size() < static_cast<size_t>(size)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("asked for ", size, " devices, ", must.size() + pool.size(), " available"));
-  }
+  size = std::min(size, static_cast<int>(must.size() + pool.size()));
 
   std::vector<const PluginDevice*> chosen = must;
   const bool shared = !pool.empty() && pool.front()->replicas > 1;

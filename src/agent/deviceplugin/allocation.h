@@ -32,9 +32,13 @@ class Topology {
 //   4-GPU job lands on one NVLink/NVSwitch island, then one PCIe switch, then one NUMA node.
 // - MIG devices: packed onto the GPUs that are already most used, keeping whole GPUs free.
 // - Time-slicing replicas: spread over distinct, least-loaded GPUs first.
-// Ties go to the lowest device IDs, so the answer is deterministic. InvalidArgument when the
-// request cannot be met (too few available, unknown IDs, must_include larger than size).
-[[nodiscard]] absl::StatusOr<std::vector<std::string>> PreferredAllocation(
+// Ties go to the lowest device IDs, so the answer does not depend on the order of `available`
+// or `must_include` (the kubelet sends both unordered).
+//
+// Never fails, as an error fails the pod's admission: IDs the plugin does not serve are skipped,
+// a short `available` gives fewer devices, and a `must_include` of `size` or more is the answer;
+// the kubelet fills the rest itself.
+[[nodiscard]] std::vector<std::string> PreferredAllocation(
     const std::vector<PluginDevice>& devices, const Topology& topology,
     const std::vector<std::string>& available, const std::vector<std::string>& must_include,
     int size);

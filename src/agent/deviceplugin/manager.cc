@@ -1,6 +1,7 @@
 #include "agent/deviceplugin/manager.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 #include <poll.h>
@@ -84,7 +85,9 @@ absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const Allocate
       Entry& entry = entries_[resource];
       if (entry.server == nullptr) {
         entry.server = std::make_shared<ResourceServer>(
-            ResourceServerOptions{.resource = resource, .plugin_dir = options_.plugin_dir});
+            ResourceServerOptions{.resource = resource,
+                                  .plugin_dir = options_.plugin_dir,
+                                  .on_stream_end = [this] { Wake(); }});
         status.Update(entry.server->Start());
       }
       entry.server->SetSettings(settings);
@@ -93,9 +96,13 @@ absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const Allocate
     }
   }
   for (auto& server : stopped) server->Stop();
-  uint64_t one = 1;
-  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));  // Register the new ones now.
+  Wake();  // Register the new ones now.
   return status;
+}
+
+void DevicePluginManager::Wake() {
+  uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
 }
 
 void DevicePluginManager::RefreshHealth(const HealthTracker& health) {
@@ -112,41 +119,65 @@ std::vector<std::string> DevicePluginManager::resources() const {
   return out;
 }
 
-void DevicePluginManager::Reconcile() {
+absl::Duration DevicePluginManager::Reconcile() {
   const std::filesystem::path kubelet = options_.plugin_dir / options_.kubelet_socket_name;
+  const absl::Time now = absl::Now();
+  absl::Duration next = absl::InfiniteDuration();
   std::vector<std::pair<std::string, std::shared_ptr<ResourceServer>>> todo;
+  int64_t generation = 0;
   {
     absl::MutexLock lock(&mu_);
+    generation = kubelet_generation_;
     for (auto& [resource, entry] : entries_) {
-      // The kubelet deleted our socket (it does so when it restarts): serve on a new one.
-      if (!std::filesystem::exists(entry.server->socket_path())) {
-        entry.server->Stop();
-        if (!entry.server->Start().ok()) continue;
+      ResourceServer& server = *entry.server;
+      const int64_t ended = server.streams_ended_by_kubelet();
+      const bool kubelet_ended = ended != entry.seen_stream_ends;
+      entry.seen_stream_ends = ended;
+      // The kubelet deleted our socket (a restart does; so may a person on a live kubelet) or
+      // ended a stream. Serve anew when the socket is gone or other streams are still open, so
+      // that every old stream ends now, and give the same kubelet reregister_delay to see the
+      // ends; a kubelet that has restarted since took its streams with it.
+      const bool socket_gone = !std::filesystem::exists(server.socket_path());
+      if (socket_gone || kubelet_ended) {
+        const bool had_streams = kubelet_ended || server.open_streams() > 0;
+        if (socket_gone || server.open_streams() > 0) server.Stop();
         entry.registered = false;
+        if (had_streams && entry.kubelet_generation == kubelet_generation_) {
+          entry.not_before = now + options_.reregister_delay;
+        }
+        if (!server.serving() && !server.Start().ok()) continue;
       }
-      if (!entry.registered) todo.emplace_back(resource, entry.server);
+      if (entry.registered) continue;
+      if (entry.not_before > now) {
+        next = std::min(next, entry.not_before - now);
+        continue;
+      }
+      todo.emplace_back(resource, entry.server);
     }
   }
-  if (todo.empty() || !std::filesystem::exists(kubelet)) return;
+  if (todo.empty() || !std::filesystem::exists(kubelet)) return next;
   for (auto& [resource, server] : todo) {
     // Outside the lock: the kubelet calls back into the server before Register returns.
     if (!server->Register(kubelet).ok()) continue;
     registrations_.fetch_add(1);
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(resource);
-    if (it != entries_.end() && it->second.server == server) it->second.registered = true;
+    if (it != entries_.end() && it->second.server == server) {
+      it->second.registered = true;
+      it->second.kubelet_generation = generation;
+    }
   }
+  return next;
 }
 
 void DevicePluginManager::Run(std::stop_token stop) {
-  const int retry_ms = static_cast<int>(absl::ToInt64Milliseconds(options_.retry_interval));
   alignas(inotify_event) char buffer[4096];
   while (!stop.stop_requested()) {
-    Reconcile();
+    const absl::Duration wait = std::min(Reconcile(), options_.retry_interval);
     bool kubelet_restarted = false;
     pollfd fds[2] = {{.fd = inotify_fd_, .events = POLLIN, .revents = 0},
                      {.fd = wake_fd_, .events = POLLIN, .revents = 0}};
-    if (poll(fds, 2, retry_ms) <= 0) continue;
+    if (poll(fds, 2, static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1) <= 0) continue;
     if (fds[1].revents & POLLIN) {
       uint64_t n;
       (void)!read(wake_fd_, &n, sizeof(n));
@@ -165,9 +196,13 @@ void DevicePluginManager::Run(std::stop_token stop) {
       }
     }
     if (kubelet_restarted) {
-      // A new kubelet knows nothing of us.
+      // A new kubelet knows nothing of us, and the old one's streams died with it.
       absl::MutexLock lock(&mu_);
-      for (auto& [resource, entry] : entries_) entry.registered = false;
+      ++kubelet_generation_;
+      for (auto& [resource, entry] : entries_) {
+        entry.registered = false;
+        entry.not_before = absl::InfinitePast();
+      }
     }
   }
 }

@@ -23,6 +23,9 @@ struct DevicePluginManagerOptions {
   std::string kubelet_socket_name = "kubelet.sock";
   // How often an unregistered resource retries when the kubelet is not answering.
   absl::Duration retry_interval = absl::Seconds(1);
+  // How long the kubelet gets to see the end of streams the plugin closed before the plugin
+  // registers the resource again (see the class comment).
+  absl::Duration reregister_delay = absl::Seconds(2);
 };
 
 // Runs one ResourceServer per advertised resource and keeps each registered with the kubelet.
@@ -32,6 +35,13 @@ struct DevicePluginManagerOptions {
 // appears or one of its own sockets disappears, serves again on a fresh socket and registers
 // again, so the node's GPUs come back within moments rather than after a poll. Registration
 // failures are retried every retry_interval.
+//
+// The kubelet never reopens a ListAndWatch stream, so a stream the kubelet ended is answered
+// with a new registration. When a registration replaces one whose stream is still open (our
+// socket was deleted on a live kubelet, or the kubelet holds a second stream to us), the old
+// streams end first and the registration waits reregister_delay: the kubelet's device manager
+// disconnects whichever registration of the resource is current when any of its streams ends,
+// so an old stream ending after the new registration would take the resource off the node.
 //
 // Thread-safe.
 class DevicePluginManager {
@@ -61,11 +71,17 @@ class DevicePluginManager {
     std::shared_ptr<ResourceServer> server;
     std::vector<PluginDevice> devices;
     bool registered = false;
+    int64_t seen_stream_ends = 0;  // the server's streams_ended_by_kubelet() when last looked
+    absl::Time not_before = absl::InfinitePast();  // no registration before this
+    int64_t kubelet_generation = -1;               // of the latest registration
   };
 
   void Run(std::stop_token stop);
-  // Re-serves resources whose socket is gone and registers the unregistered ones.
-  void Reconcile();
+  // Re-serves resources whose socket is gone or whose stream the kubelet ended and registers
+  // the unregistered ones. Returns how long until a delayed registration is due (infinite when
+  // none is).
+  absl::Duration Reconcile();
+  void Wake();
   std::vector<AdvertisedDevice> Advertise(const std::vector<PluginDevice>& devices,
                                           const HealthTracker* health) const;
 
@@ -73,6 +89,8 @@ class DevicePluginManager {
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   Topology topology_ ABSL_GUARDED_BY(mu_);
+  // Counts the kubelet.sock creations seen: a kubelet (re)start.
+  int64_t kubelet_generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> registrations_{0};
   int inotify_fd_ = -1;
   int wake_fd_ = -1;

@@ -55,6 +55,16 @@ int64_t ResourceServer::updates_sent() const {
   return updates_sent_;
 }
 
+int ResourceServer::open_streams() const {
+  absl::MutexLock lock(&mu_);
+  return open_streams_;
+}
+
+int64_t ResourceServer::streams_ended_by_kubelet() const {
+  absl::MutexLock lock(&mu_);
+  return streams_ended_by_kubelet_;
+}
+
 absl::Status ResourceServer::Start() {
   absl::MutexLock lock(&mu_);
   if (server_ != nullptr) return absl::OkStatus();
@@ -151,6 +161,10 @@ grpc::Status ResourceServer::GetDevicePluginOptions(grpc::ServerContext*, const 
 grpc::Status ResourceServer::ListAndWatch(
     grpc::ServerContext* context, const v1beta1::Empty*,
     grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++open_streams_;
+  }
   uint64_t sent_version = 0;
   bool first = true;
   while (true) {
@@ -163,14 +177,24 @@ grpc::Status ResourceServer::ListAndWatch(
       // The cancellation check needs a periodic look: gRPC does not signal our mutex.
       while (!mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Milliseconds(200))) {
       }
-      if (stopping_ || context->IsCancelled()) return grpc::Status::OK;
+      if (stopping_ || context->IsCancelled()) break;
       list = ListLocked();
       sent_version = version_;
       first = false;
       ++updates_sent_;
     }
-    if (!writer->Write(list)) return grpc::Status::OK;  // The kubelet went away.
+    if (!writer->Write(list)) break;  // The kubelet went away.
   }
+  bool by_kubelet = false;
+  {
+    absl::MutexLock lock(&mu_);
+    --open_streams_;
+    by_kubelet = !stopping_;
+    if (by_kubelet) ++streams_ended_by_kubelet_;
+  }
+  // The kubelet never opens a stream again by itself: only a new Register brings it back.
+  if (by_kubelet && options_.on_stream_end) options_.on_stream_end();
+  return grpc::Status::OK;
 }
 
 grpc::Status ResourceServer::GetPreferredAllocation(
@@ -188,14 +212,10 @@ grpc::Status ResourceServer::GetPreferredAllocation(
                                        container.available_deviceids().end());
     std::vector<std::string> must(container.must_include_deviceids().begin(),
                                   container.must_include_deviceids().end());
-    absl::StatusOr<std::vector<std::string>> ids =
+    const std::vector<std::string> ids =
         PreferredAllocation(devices, topology, available, must, container.allocation_size());
-    if (!ids.ok()) {
-      return Invalid(absl::StrCat("preferred allocation of ", options_.resource, ": ",
-                                  ids.status().message()));
-    }
     auto* out = response->add_container_responses();
-    for (const auto& id : *ids) out->add_deviceids(id);
+    for (const auto& id : ids) out->add_deviceids(id);
   }
   return grpc::Status::OK;
 }

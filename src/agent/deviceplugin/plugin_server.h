@@ -2,6 +2,7 @@
 #define GPUOP_AGENT_DEVICEPLUGIN_PLUGIN_SERVER_H_
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct ResourceServerOptions {
   std::string resource;  // "nvidia.com/gpu"
   // The kubelet's device plugin directory (/var/lib/kubelet/device-plugins).
   std::filesystem::path plugin_dir;
+  // Called (on a gRPC thread; it must not block) when a ListAndWatch stream ends without Stop():
+  // the kubelet closed it, so the resource is gone from the node until it registers again.
+  std::function<void()> on_stream_end;
 };
 
 // A device and whether the kubelet may hand it out.
@@ -41,7 +45,8 @@ struct AdvertisedDevice {
 // topology-aware (PreferredAllocation).
 //
 // Lifecycle: Start() (serve), Register() (announce to the kubelet; again after a kubelet
-// restart), Stop() (end streams, stop serving, remove the socket). Thread-safe.
+// restart or a stream the kubelet ended, see on_stream_end), Stop() (end streams, stop
+// serving, remove the socket). Thread-safe.
 class ResourceServer final : public v1beta1::DevicePlugin::Service {
  public:
   explicit ResourceServer(ResourceServerOptions options);
@@ -67,6 +72,9 @@ class ResourceServer final : public v1beta1::DevicePlugin::Service {
   std::filesystem::path socket_path() const;
   // ListAndWatch messages sent so far, over all streams.
   int64_t updates_sent() const;
+  // ListAndWatch streams open now, and those the kubelet ended (not Stop()) so far.
+  int open_streams() const;
+  int64_t streams_ended_by_kubelet() const;
 
   // The gRPC methods.
   grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
@@ -93,6 +101,8 @@ class ResourceServer final : public v1beta1::DevicePlugin::Service {
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t updates_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  int open_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t streams_ended_by_kubelet_ ABSL_GUARDED_BY(mu_) = 0;
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -2,6 +2,7 @@
 
 #include "test/fakes/kubelet/fake_kubelet.h"
 
+#include <algorithm>
 #include <fstream>
 #include <system_error>
 #include <utility>
@@ -232,6 +233,8 @@ void FakeKubelet::StopLocked() {
     absl::MutexLock lock(&mu_);
     for (auto& [name, state] : resources_) {
       if (state.endpoint != nullptr) endpoints.push_back(std::move(state.endpoint));
+      for (auto& replaced : state.replaced) endpoints.push_back(std::move(replaced));
+      state.replaced.clear();
       state.info.connected = false;
     }
   }
@@ -270,14 +273,22 @@ grpc::Status FakeKubelet::HandleRegister(const v1beta1::RegisterRequest& request
                                        status.error_code(), "): ", status.error_message()));
     }
   }
-  std::shared_ptr<Endpoint> replaced;
+  std::vector<std::shared_ptr<Endpoint>> finished;
   {
     absl::MutexLock lock(&mu_);
     if (!accepting_) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "kubelet is shutting down");
     }
     ResourceState& state = resources_[resource];
-    replaced = std::exchange(state.endpoint, endpoint);
+    // The replaced registration's stream is not closed: it runs on, feeding the resource, and
+    // its end will disconnect this registration (the kubelet's device manager does both).
+    if (state.endpoint != nullptr) state.replaced.push_back(std::move(state.endpoint));
+    std::erase_if(state.replaced, [&finished](std::shared_ptr<Endpoint>& old) {
+      if (!old->done.load()) return false;
+      finished.push_back(std::move(old));
+      return true;
+    });
+    state.endpoint = endpoint;
     KubeletResource& info = state.info;
     info.name = resource;
     info.endpoint = request.endpoint();
@@ -289,7 +300,7 @@ grpc::Status FakeKubelet::HandleRegister(const v1beta1::RegisterRequest& request
       Watch(std::move(stop), resource, raw);
     });
   }
-  Retire(std::move(replaced));
+  for (std::shared_ptr<Endpoint>& old : finished) Retire(std::move(old));
   return grpc::Status::OK;
 }
 
@@ -308,13 +319,21 @@ void FakeKubelet::Watch(std::stop_token stop, std::string resource, Endpoint* en
   }
   (void)reader->Finish();
   if (EndStream(resource, endpoint)) PatchNode(resource);
+  endpoint->done.store(true);
 }
 
 bool FakeKubelet::ApplyDeviceList(absl::string_view resource, const Endpoint* endpoint,
                                   const v1beta1::ListAndWatchResponse& response) {
   absl::MutexLock lock(&mu_);
   auto it = resources_.find(resource);
-  if (it == resources_.end() || it->second.endpoint.get() != endpoint) return false;
+  if (it == resources_.end()) return false;
+  // Any open stream of the resource sets its devices, a replaced registration's too: the
+  // kubelet files messages under the resource name, not the connection.
+  const ResourceState& state = it->second;
+  const bool open = state.endpoint.get() == endpoint ||
+                    std::any_of(state.replaced.begin(), state.replaced.end(),
+                                [endpoint](const auto& old) { return old.get() == endpoint; });
+  if (!open || endpoint->closed.load()) return false;
   KubeletResource& info = it->second.info;
   info.devices.clear();
   for (const v1beta1::Device& device : response.devices()) {
@@ -330,16 +349,44 @@ bool FakeKubelet::ApplyDeviceList(absl::string_view resource, const Endpoint* en
   return true;
 }
 
-bool FakeKubelet::EndStream(absl::string_view resource, const Endpoint* endpoint) {
+// The kubelet's answer to the end of any stream of the resource: it disconnects whichever
+// registration is current, even when the stream that ended belongs to a replaced one.
+bool FakeKubelet::EndStream(absl::string_view resource, const Endpoint*) {
   absl::MutexLock lock(&mu_);
   auto it = resources_.find(resource);
-  if (it == resources_.end() || it->second.endpoint.get() != endpoint) return false;
-  KubeletResource& info = it->second.info;
+  if (it == resources_.end()) return false;
+  return DisconnectLocked(it->second);
+}
+
+bool FakeKubelet::DisconnectLocked(ResourceState& state) {
+  if (state.endpoint == nullptr || !state.info.connected) return false;
+  KubeletResource& info = state.info;
   info.connected = false;
   for (KubeletDevice& device : info.devices) device.healthy = false;
   Recount(info);
   ++info.stream_ends;
+  // Closing the connection ends the plugin's stream; the watcher is joined later.
+  state.endpoint->closed.store(true);
+  state.endpoint->watcher.request_stop();
+  state.replaced.push_back(std::move(state.endpoint));
   return true;
+}
+
+absl::Status FakeKubelet::DisconnectPlugin(absl::string_view resource) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = resources_.find(resource);
+    if (it == resources_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("resource ", resource, " is not registered with the kubelet"));
+    }
+    if (!DisconnectLocked(it->second)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no device plugin is connected for ", resource));
+    }
+  }
+  PatchNode(std::string(resource));
+  return absl::OkStatus();
 }
 
 void FakeKubelet::Retire(std::shared_ptr<Endpoint> endpoint) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <stop_token>
 #include <string>
 #include <utility>
@@ -91,7 +92,9 @@ struct KubeletResource {
   int64_t allocatable = 0;  // healthy
   int64_t registrations = 0;
   int64_t list_and_watch_messages = 0;  // over all registrations
-  int64_t stream_ends = 0;              // ListAndWatch streams that ended while current
+  // Times the kubelet disconnected the current registration because one of the resource's
+  // ListAndWatch streams ended, that of a replaced registration included.
+  int64_t stream_ends = 0;
 };
 
 // A pod's container asking for `count` devices of `resource`.
@@ -195,6 +198,12 @@ class FakeKubelet {
   [[nodiscard]] absl::Status PreStartContainer(absl::string_view resource,
                                                const std::vector<std::string>& device_ids);
 
+  // Drops the connection of the resource's current registration, as the kubelet does when any
+  // stream of the resource ends: the plugin sees its stream end, every device turns unhealthy
+  // and nothing reopens the stream; only a new registration does. NotFound for an unknown
+  // resource, FailedPrecondition when no plugin is connected.
+  [[nodiscard]] absl::Status DisconnectPlugin(absl::string_view resource);
+
   // Admits a container as the kubelet's device manager does: picks `count` healthy devices no
   // pod holds (the plugin's preferred ones first when it advertises GetPreferredAllocation,
   // then in list order), calls Allocate (and PreStartContainer when required) and records the
@@ -204,6 +213,12 @@ class FakeKubelet {
   // concurrent admission took a chosen device; retry), Internal (Allocate answered no
   // container), or the plugin's error. Nothing is held after a failure.
   [[nodiscard]] absl::StatusOr<PodAllocation> AllocatePod(const PodDeviceRequest& request);
+  // A (re)start of an admitted container: PreStartContainer for each resource it holds whose
+  // plugin requires it, as the kubelet does before every start, restarts included. NotFound
+  // for an unknown container.
+  [[nodiscard]] absl::Status StartContainer(absl::string_view pod_namespace,
+                                            absl::string_view pod_name,
+                                            absl::string_view container);
   // Frees every device the pod holds and forgets it. NotFound for an unknown pod.
   [[nodiscard]] absl::Status ReleasePod(absl::string_view pod_namespace,
                                         absl::string_view pod_name);
@@ -218,8 +233,11 @@ class FakeKubelet {
 
   struct ResourceState {
     KubeletResource info;
-    // The latest registration's connection; null after Stop or Restart.
+    // The current registration's connection; null after Stop, Restart or a disconnect.
     std::shared_ptr<Endpoint> endpoint;
+    // Connections of replaced or disconnected registrations: their streams run on (the
+    // kubelet does not close them) until the plugin ends them; joined at Stop and Register.
+    std::vector<std::shared_ptr<Endpoint>> replaced;
   };
   struct Connected {
     std::shared_ptr<Endpoint> endpoint;
@@ -249,6 +267,8 @@ class FakeKubelet {
   bool ApplyDeviceList(absl::string_view resource, const Endpoint* endpoint,
                        const v1beta1::ListAndWatchResponse& response);
   bool EndStream(absl::string_view resource, const Endpoint* endpoint);
+  // Disconnects the current registration; with mu_ held, so it only asks its watcher to stop.
+  bool DisconnectLocked(ResourceState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops and joins an endpoint's stream. Called without mu_, by whoever removed it.
   static void Retire(std::shared_ptr<Endpoint> endpoint);
   void PatchNode(const std::string& resource);
@@ -278,6 +298,8 @@ class FakeKubelet {
       ABSL_GUARDED_BY(mu_);
   PodMap pods_ ABSL_GUARDED_BY(mu_);
   int64_t node_patches_ ABSL_GUARDED_BY(mu_) = 0;
+  // Orders GetPreferredAllocation's candidates as unpredictably as the kubelet's sets do.
+  std::mt19937 random_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   absl::Status last_node_patch_ ABSL_GUARDED_BY(mu_);
 
   // Orders Node patches so that the last one written carries the latest counts.

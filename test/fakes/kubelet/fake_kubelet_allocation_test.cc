@@ -1,10 +1,13 @@
 // Driving a plugin through the fake kubelet (Allocate, GetPreferredAllocation,
 // PreStartContainer), the pod allocator, and PodResources read over gRPC.
 
+#include <set>
+
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "test/fakes/kubelet/fake_kubelet_test_util.h"
 
 namespace gpuop::fakes {
@@ -13,6 +16,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 constexpr char kGpu[] = "example.com/gpu";
 
@@ -165,12 +169,75 @@ TEST_F(FakeKubeletAllocationTest, AllocatorTakesThePluginsPreferenceAndReportsPo
   }
 }
 
+TEST_F(FakeKubeletAllocationTest, ThePluginIsAskedOnlyWithAChoiceAndWithCandidatesUnordered) {
+  StartKubelet();
+  auto plugin = RegisterPlugin(true, true);
+  // Four free, one asked: a choice. Over several admissions the candidates arrive in more than
+  // one order (the kubelet's sets are unordered).
+  std::set<std::vector<std::string>> orders;
+  for (int i = 0; i < 12; ++i) {
+    const std::string pod = absl::StrCat("p", i);
+    ASSERT_TRUE(kubelet_
+                    ->AllocatePod({.pod_namespace = "default",
+                                   .pod_name = pod,
+                                   .container = "c",
+                                   .resource = kGpu,
+                                   .count = 1})
+                    .ok());
+    const auto requests = plugin->preferred_requests();
+    ASSERT_EQ(requests.size(), static_cast<size_t>(i + 1));
+    const auto& request = requests.back().container_requests(0);
+    EXPECT_THAT(Ids(request.available_deviceids()),
+                UnorderedElementsAre("gpu-0", "gpu-1", "gpu-2", "gpu-3"));
+    orders.insert(Ids(request.available_deviceids()));
+    GPUOP_ASSERT_OK(kubelet_->ReleasePod("default", pod));
+  }
+  EXPECT_GT(orders.size(), 1u);
+  // Exactly as many free as asked: no choice, no call.
+  ASSERT_TRUE(
+      kubelet_
+          ->AllocatePod(
+              {.pod_namespace = "default", .pod_name = "all", .container = "c", .resource = kGpu,
+               .count = 4})
+          .ok());
+  EXPECT_EQ(plugin->preferred_requests().size(), 12u);
+}
+
+TEST_F(FakeKubeletAllocationTest, PreStartContainerRunsAtEveryStartOfTheContainer) {
+  StartKubelet();
+  auto plugin = RegisterPlugin(false, true);
+  ASSERT_TRUE(kubelet_
+                  ->AllocatePod({.pod_namespace = "ml",
+                                 .pod_name = "train",
+                                 .container = "main",
+                                 .resource = kGpu,
+                                 .count = 2})
+                  .ok());
+  ASSERT_EQ(plugin->pre_start_requests().size(), 1u);
+  GPUOP_ASSERT_OK(kubelet_->StartContainer("ml", "train", "main"));  // a restart
+  ASSERT_EQ(plugin->pre_start_requests().size(), 2u);
+  EXPECT_EQ(Ids(plugin->pre_start_requests()[1].devices_ids()),
+            Ids(plugin->pre_start_requests()[0].devices_ids()));
+  EXPECT_EQ(kubelet_->StartContainer("ml", "train", "sidecar").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(kubelet_->StartContainer("ml", "absent", "main").code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(FakeKubeletAllocationTest, AllocatorSkipsUnhealthyAndHeldDevicesAndReleaseFreesThem) {
   StartKubelet();
   auto plugin = ServePlugin();
   plugin->SetDevices({MakeDevice("gpu-0"), MakeDevice("gpu-1", false), MakeDevice("gpu-2")});
   GPUOP_ASSERT_OK(plugin->Register(kubelet_->registration_socket()));
   GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 2, kWait));
+  // PodResources' allocatable devices are the healthy ones.
+  v1::AllocatableResourcesResponse allocatable;
+  grpc::ClientContext allocatable_context;
+  ASSERT_TRUE(PodResourcesClient()
+                  ->GetAllocatableResources(&allocatable_context, v1::AllocatableResourcesRequest(),
+                                            &allocatable)
+                  .ok());
+  ASSERT_EQ(allocatable.devices_size(), 2);
+  EXPECT_THAT(Ids(allocatable.devices(1).device_ids()), ElementsAre("gpu-2"));
   const auto request = [](const std::string& pod, int count) {
     return PodDeviceRequest{.pod_namespace = "default",
                             .pod_name = pod,

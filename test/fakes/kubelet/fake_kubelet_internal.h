@@ -3,6 +3,7 @@
 
 // The FakeKubelet's private types, shared by its source files. Nothing else includes this.
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +23,10 @@ struct FakeKubelet::Endpoint {
   std::string socket;  // absolute path
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
+  // Set when the ListAndWatch stream has ended and the watcher is about to return.
+  std::atomic<bool> done{false};
+  // Set when the kubelet dropped the connection: messages still in flight are not read.
+  std::atomic<bool> closed{false};
   // Reads the ListAndWatch stream. Declared last so that it is stopped and joined before the
   // stub it uses goes away.
   std::jthread watcher;

@@ -1,6 +1,7 @@
 // Calls into plugins, the device allocator and the PodResources service of the fake kubelet.
 
 #include <algorithm>
+#include <random>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -137,11 +138,18 @@ absl::StatusOr<PodAllocation> FakeKubelet::AllocatePod(const PodDeviceRequest& r
         absl::StrCat(what, ": only ", free.size(), " free healthy devices"));
   }
 
-  // As the device manager does: the plugin's preference within what is free, then the rest.
+  // As the device manager does: the plugin is asked only when there is a choice (more free
+  // devices than needed), with the candidates in no particular order (Go sets); its preference
+  // within what is free comes first, then the rest.
   std::vector<std::string> chosen;
-  if (connected.options.get_preferred_allocation_available()) {
+  if (connected.options.get_preferred_allocation_available() && free.size() > count) {
+    std::vector<std::string> available = free;
+    {
+      absl::MutexLock lock(&mu_);
+      std::shuffle(available.begin(), available.end(), random_);
+    }
     absl::StatusOr<v1beta1::PreferredAllocationResponse> preferred =
-        GetPreferredAllocation(resource, free, {}, request.count);
+        GetPreferredAllocation(resource, available, {}, request.count);
     if (!preferred.ok()) return Annotate(preferred.status(), what);
     if (preferred->container_responses_size() > 0) {
       for (const std::string& id : preferred->container_responses(0).deviceids()) {
@@ -173,6 +181,7 @@ absl::StatusOr<PodAllocation> FakeKubelet::AllocatePod(const PodDeviceRequest& r
   } else if (response->container_responses_size() == 0) {
     failure = absl::InternalError(what + ": Allocate answered no container response");
   } else if (connected.options.pre_start_required()) {
+    // The first start of the container (StartContainer calls it again for each restart).
     if (absl::Status started = PreStartContainer(resource, chosen); !started.ok()) {
       failure = Annotate(started, what);
     }
@@ -203,6 +212,35 @@ absl::StatusOr<PodAllocation> FakeKubelet::AllocatePod(const PodDeviceRequest& r
   }
   container->devices.push_back(std::move(record));
   return PodAllocation{.device_ids = chosen, .response = response->container_responses(0)};
+}
+
+absl::Status FakeKubelet::StartContainer(absl::string_view pod_namespace,
+                                         absl::string_view pod_name,
+                                         absl::string_view container) {
+  const std::string what =
+      absl::StrCat("start container ", container, " of pod ", pod_namespace, "/", pod_name);
+  std::vector<std::pair<std::string, std::vector<std::string>>> held;
+  {
+    absl::MutexLock lock(&mu_);
+    auto pod = pods_.find(PodKey{std::string(pod_namespace), std::string(pod_name)});
+    if (pod == pods_.end()) return absl::NotFoundError(what + ": the pod is unknown");
+    auto record = std::find_if(pod->second.begin(), pod->second.end(),
+                               [container](const ContainerRecord& c) { return c.name == container; });
+    if (record == pod->second.end()) return absl::NotFoundError(what + ": the container is unknown");
+    for (const ContainerDevices& devices : record->devices) {
+      std::vector<std::string> ids;
+      for (const KubeletDevice& device : devices.devices) ids.push_back(device.id);
+      held.emplace_back(devices.resource, std::move(ids));
+    }
+  }
+  for (const auto& [resource, ids] : held) {
+    GPUOP_ASSIGN_OR_RETURN(const Connected connected, Connection(resource));
+    if (!connected.options.pre_start_required()) continue;
+    if (absl::Status started = PreStartContainer(resource, ids); !started.ok()) {
+      return Annotate(started, what);
+    }
+  }
+  return absl::OkStatus();
 }
 
 void FakeKubelet::Unreserve(const std::string& resource, const std::vector<std::string>& ids) {
@@ -289,13 +327,15 @@ grpc::Status FakeKubelet::PodResourcesService::Get(grpc::ServerContext* context,
                                    request->pod_namespace(), " not found"));
 }
 
-// Every device the plugins listed, healthy or not, one entry per device and NUMA node.
+// The healthy devices the plugins listed (the kubelet's GetAllocatableDevices filters by
+// health), one entry per device and NUMA node.
 grpc::Status FakeKubelet::PodResourcesService::GetAllocatableResources(
     grpc::ServerContext*, const v1::AllocatableResourcesRequest*,
     v1::AllocatableResourcesResponse* response) {
   absl::MutexLock lock(&kubelet_.mu_);
   for (const auto& [name, state] : kubelet_.resources_) {
     for (const KubeletDevice& device : state.info.devices) {
+      if (!device.healthy) continue;
       if (device.numa_nodes.empty()) {
         v1::ContainerDevices* out = response->add_devices();
         out->set_resource_name(name);

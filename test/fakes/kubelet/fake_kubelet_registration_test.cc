@@ -146,7 +146,7 @@ TEST_F(FakeKubeletRegistrationTest, StreamEndMakesEveryDeviceUnhealthyUntilRereg
   EXPECT_EQ(kubelet_->Resource(kGpu)->registrations, 2);
 }
 
-TEST_F(FakeKubeletRegistrationTest, ReregistrationReplacesTheEndpoint) {
+TEST_F(FakeKubeletRegistrationTest, ReregistrationReplacesTheEndpointAndLeavesTheOldStreamOpen) {
   StartKubelet();
   auto first = ServePlugin({}, "first.sock");
   first->SetDevices({MakeDevice("old-0")});
@@ -159,18 +159,60 @@ TEST_F(FakeKubeletRegistrationTest, ReregistrationReplacesTheEndpoint) {
   second->SetDevices({MakeDevice("new-0"), MakeDevice("new-1")});
   GPUOP_ASSERT_OK(second->Register(kubelet_->registration_socket()));
   GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 2, kWait));
-  GPUOP_ASSERT_OK(first->WaitForOpenStreams(0, kWait));  // the kubelet hung up on it
 
   absl::StatusOr<KubeletResource> resource = kubelet_->Resource(kGpu);
   ASSERT_TRUE(resource.ok());
   EXPECT_EQ(resource->endpoint, "second.sock");
   EXPECT_TRUE(resource->options.pre_start_required());
-  EXPECT_EQ(resource->stream_ends, 0);  // the replaced stream's end does not count
   EXPECT_EQ(resource->devices[0].id, "new-0");
   absl::StatusOr<v1beta1::AllocateResponse> allocated = kubelet_->Allocate(kGpu, {{"new-0"}});
   ASSERT_TRUE(allocated.ok()) << allocated.status();
   EXPECT_TRUE(first->allocate_requests().empty());
   EXPECT_EQ(second->allocate_requests().size(), 1u);
+  // The kubelet does not hang up on the replaced registration.
+  EXPECT_EQ(first->open_streams(), 1);
+}
+
+TEST_F(FakeKubeletRegistrationTest, AnOldStreamEndingDisconnectsTheNewRegistration) {
+  StartKubelet();
+  auto first = ServePlugin({}, "first.sock");
+  first->SetDevices({MakeDevice("gpu-0")});
+  GPUOP_ASSERT_OK(first->Register(kubelet_->registration_socket()));
+  GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 1, kWait));
+  auto second = ServePlugin({}, "second.sock");
+  second->SetDevices({MakeDevice("gpu-0")});
+  GPUOP_ASSERT_OK(second->Register(kubelet_->registration_socket()));
+  GPUOP_ASSERT_OK(second->WaitForOpenStreams(1, kWait));
+
+  // The old stream ends after the new registration: the kubelet disconnects the current one.
+  first->EndStreams();
+  GPUOP_ASSERT_OK(kubelet_->WaitForDisconnected(kGpu, kWait));
+  GPUOP_ASSERT_OK(second->WaitForOpenStreams(0, kWait));
+  EXPECT_EQ(kubelet_->Allocatable(kGpu), 0);
+  EXPECT_EQ(kubelet_->Resource(kGpu)->stream_ends, 1);
+  EXPECT_EQ(kubelet_->Allocate(kGpu, {{"gpu-0"}}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(FakeKubeletRegistrationTest, DisconnectPluginEndsTheStreamAndNothingReopensIt) {
+  StartKubelet();
+  auto plugin = ServePlugin();
+  plugin->SetDevices({MakeDevice("gpu-0")});
+  GPUOP_ASSERT_OK(plugin->Register(kubelet_->registration_socket()));
+  GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 1, kWait));
+  EXPECT_EQ(kubelet_->DisconnectPlugin("example.com/none").code(), absl::StatusCode::kNotFound);
+
+  GPUOP_ASSERT_OK(kubelet_->DisconnectPlugin(kGpu));
+  GPUOP_ASSERT_OK(plugin->WaitForOpenStreams(0, kWait));
+  EXPECT_EQ(kubelet_->Allocatable(kGpu), 0);
+  EXPECT_EQ(kubelet_->DisconnectPlugin(kGpu).code(), absl::StatusCode::kFailedPrecondition);
+  plugin->SetDevices({MakeDevice("gpu-0"), MakeDevice("gpu-1")});
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(plugin->open_streams(), 0) << "the kubelet opened a stream again by itself";
+  EXPECT_EQ(kubelet_->Capacity(kGpu), 1);
+
+  GPUOP_ASSERT_OK(plugin->Register(kubelet_->registration_socket()));
+  GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 2, kWait));
 }
 
 TEST_F(FakeKubeletRegistrationTest, WaitsReportWhatTheySawOnTimeout) {

@@ -1,5 +1,6 @@
 #include "test/fakes/kubelet/test_device_plugin.h"
 
+#include <algorithm>
 #include <system_error>
 #include <utility>
 
@@ -176,10 +177,12 @@ grpc::Status TestDevicePlugin::GetPreferredAllocation(
   for (const v1beta1::ContainerPreferredAllocationRequest& container :
        request->container_requests()) {
     v1beta1::ContainerPreferredAllocationResponse* out = response->add_container_responses();
-    const auto& available = container.available_deviceids();
-    for (int i = available.size() - 1;
-         i >= 0 && out->deviceids_size() < container.allocation_size(); --i) {
-      out->add_deviceids(available.Get(i));
+    std::vector<std::string> available(container.available_deviceids().begin(),
+                                       container.available_deviceids().end());
+    std::sort(available.rbegin(), available.rend());  // the kubelet sends them unordered
+    for (size_t i = 0; i < available.size() && out->deviceids_size() < container.allocation_size();
+         ++i) {
+      out->add_deviceids(available[i]);
     }
   }
   return grpc::Status::OK;

@@ -67,8 +67,8 @@ class TestDevicePlugin final : public v1beta1::DevicePlugin::Service {
   std::vector<v1beta1::PreStartContainerRequest> pre_start_requests() const;
 
   // DevicePlugin. Allocate answers each container with env TEST_DEVICES=<ids joined by ','>
-  // and a device node per ID. GetPreferredAllocation prefers the last `size` available IDs,
-  // in reverse order, so that tests can tell its choice from a first-N default.
+  // and a device node per ID. GetPreferredAllocation prefers the `size` greatest available IDs,
+  // greatest first, so that tests can tell its choice from a first-N default.
   grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
                                       v1beta1::DevicePluginOptions* response) override;
   grpc::Status ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty* request,
