@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "agent/mig/forwarding_accelerator.h"
 #include "common/files.h"
 #include "hw/nvml/nvml_accelerator.h"
@@ -452,6 +453,40 @@ TEST_F(DevicePluginAgentTest, ReregistersAfterAKubeletRestart) {
                                  .resource = "nvidia.com/gpu",
                                  .count = 1})
                   .ok());
+}
+
+// The kubelet never reopens a stream it dropped (it does so when another stream of the
+// resource ends): the plugin notices and registers again, once.
+TEST_F(DevicePluginAgentTest, RegistersAgainWhenTheKubeletDropsItsStream) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  ASSERT_TRUE(kubelet_->DisconnectPlugin("nvidia.com/gpu").ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("nvidia.com/gpu", 2, kWait).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  absl::SleepFor(absl::Milliseconds(500));  // room for a late end to disconnect it again
+  const absl::StatusOr<fakes::KubeletResource> gpu = kubelet_->Resource("nvidia.com/gpu");
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_EQ(gpu->stream_ends, 1);
+  EXPECT_EQ(gpu->registrations, 2);
+  EXPECT_EQ(gpu->allocatable, 8);
+}
+
+// A socket deleted on a live kubelet: the plugin serves anew, which ends the old stream, and
+// registers only after the kubelet has seen that end; otherwise the end would disconnect the
+// new registration, as the kubelet's device manager does.
+TEST_F(DevicePluginAgentTest, ASocketDeletedOnALiveKubeletEndsTheOldStreamBeforeRegistering) {
+  Start("h100-8x-nvswitch");
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  std::filesystem::remove(plugin_dir_ / "gpuop-nvidia.com-gpu.sock");
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("nvidia.com/gpu", 2, kWait).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  absl::SleepFor(absl::Milliseconds(500));
+  const absl::StatusOr<fakes::KubeletResource> gpu = kubelet_->Resource("nvidia.com/gpu");
+  ASSERT_TRUE(gpu.ok());
+  EXPECT_EQ(gpu->stream_ends, 1) << "only the old stream's end, before the new registration";
+  EXPECT_EQ(gpu->registrations, 2);
+  EXPECT_TRUE(gpu->connected);
+  EXPECT_EQ(gpu->allocatable, 8);
 }
 
 }  // namespace
