@@ -380,6 +380,38 @@ TEST_F(NodeE2ETest, AfterAKubeletRestartTheNodeAndItsPodsComeBack) {
               absl::FormatDuration(absl::Now() - restarted).c_str());
 }
 
+// The plugin's socket deleted on a live kubelet: gpuop serves on a new one, which ends the old
+// stream, and registers again only after the kubelet has seen that end. The kubelet's device
+// manager disconnects whichever registration is current when any stream of the resource ends,
+// so a registration made first would be dropped moments later and the node would show 0 GPUs
+// at its next status update (every 10 s).
+TEST_F(NodeE2ETest, APluginSocketDeletedOnALiveKubeletComesBackAndStays) {
+  if (!S().allocatable) {
+    GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+  }
+  ASSERT_TRUE(AwaitAllocatable(absl::Minutes(2)).ok());
+  const fs::path socket =
+      Cluster().node().var_lib_kubelet / "device-plugins" / "gpuop-nvidia.com-gpu.sock";
+  ASSERT_TRUE(fs::exists(socket)) << socket;
+  const absl::Time deleted = absl::Now();
+  fs::remove(socket);
+  ASSERT_TRUE(AwaitDone("the plugin socket served again", absl::Seconds(30),
+                        [&]() -> absl::StatusOr<std::string> {
+                          return fs::exists(socket) ? "" : "absent";
+                        })
+                  .ok());
+  EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
+  const absl::Duration back = absl::Now() - deleted;
+  // Two node status updates later the GPUs are still there.
+  absl::SleepFor(absl::Seconds(21));
+  absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(Allocatable(*node, "nvidia.com/gpu"), "8");
+  std::printf("[node] plugin socket deleted on a live kubelet -> served and registered again, "
+              "8 allocatable %s later and still after 21 s\n",
+              absl::FormatDuration(back).c_str());
+}
+
 TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {
   if (!S().operator_running) GTEST_SKIP() << "needs OperatorRunsAsAPodWithItsServiceAccount";
   RestartKeepsTheWatchedPod(Component::kContainerd);
