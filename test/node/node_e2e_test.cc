@@ -400,16 +400,18 @@ TEST_F(NodeE2ETest, APluginSocketDeletedOnALiveKubeletComesBackAndStays) {
                           return fs::exists(socket) ? "" : "absent";
                         })
                   .ok());
+  const absl::Duration served = absl::Now() - deleted;
   EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
-  const absl::Duration back = absl::Now() - deleted;
   // Two node status updates later the GPUs are still there.
   absl::SleepFor(absl::Seconds(21));
   absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(Allocatable(*node, "nvidia.com/gpu"), "8");
-  std::printf("[node] plugin socket deleted on a live kubelet -> served and registered again, "
-              "8 allocatable %s later and still after 21 s\n",
-              absl::FormatDuration(back).c_str());
+  // The Node may not show the dip to 0 (its status is written every 10 s): what counts is that
+  // the count holds after the re-registration.
+  std::printf("[node] plugin socket deleted on a live kubelet -> served again after %s, "
+              "nvidia.com/gpu: 8 allocatable 21 s later\n",
+              absl::FormatDuration(served).c_str());
 }
 
 TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {
