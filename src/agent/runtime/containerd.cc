@@ -1,5 +1,7 @@
 #include "agent/runtime/containerd.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -140,6 +142,22 @@ absl::StatusOr<const toml::table*> BaseRuntime(const toml::table& runtimes,
   return nullptr;
 }
 
+// The node's CDI spec directories (containerd's default when the files set none) in their order,
+// then those of `options` the node lacks: a merge, so a directory a user added keeps working.
+// `cri`'s cdi_spec_dirs must have been checked to be an array of strings.
+toml::array MergedCdiSpecDirs(const toml::table& cri, const Options& options) {
+  std::vector<std::string> dirs;
+  if (const toml::array* existing = cri["cdi_spec_dirs"].as_array()) {
+    for (const toml::node& dir : *existing) dirs.push_back(dir.as_string()->get());
+  } else {
+    dirs.assign(std::begin(kContainerdDefaultCdiSpecDirs), std::end(kContainerdDefaultCdiSpecDirs));
+  }
+  for (const std::string& dir : options.cdi_spec_dirs) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
+  return StringArray(dirs);
+}
+
 // Applies `options` to the CRI plugin table `cri` (whose key path is `cri_path`).
 absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const Options& options,
                           const fs::path& file, std::vector<std::string>* notes) {
@@ -149,7 +167,7 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
     GPUOP_RETURN_IF_ERROR(ExpectStringArray(cri.get("cdi_spec_dirs"), file,
                                             absl::StrCat(cri_path, ".cdi_spec_dirs")));
     cri.insert_or_assign("enable_cdi", true);
-    cri.insert_or_assign("cdi_spec_dirs", StringArray(options.cdi_spec_dirs));
+    cri.insert_or_assign("cdi_spec_dirs", MergedCdiSpecDirs(cri, options));
   }
   if (!options.add_nvidia_runtime) return absl::OkStatus();
 
