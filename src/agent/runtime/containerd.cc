@@ -21,6 +21,12 @@ constexpr char kDropInHeader[] =
     "# those, not this file. It holds the whole CRI plugin table because containerd before 2.1\n"
     "# replaces a plugin's table per file instead of merging it.\n\n";
 
+constexpr char kMinimalDropInHeader[] =
+    "# Written by gpuop-agent (`gpuop-agent runtime configure`); removed by `gpuop-agent runtime\n"
+    "# unconfigure`. Only gpuop's changes to /etc/containerd/config.toml and the files it "
+    "imports:\n"
+    "# containerd 2.x merges it into them key by key, so edit those, not this file.\n\n";
+
 absl::Status Unsupported(const fs::path& file, absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(
       file.string(), ": ", what,
@@ -253,14 +259,20 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
     GPUOP_RETURN_IF_ERROR(CheckCriTypes(*plugin->as_table(), file.path, cri_path));
     DeepMerge(cri, *plugin->as_table());
   }
+  const toml::table node_cri = cri;
   GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, main_file, notes));
 
+  // Version 3 and later are read by containerd 2.x only, which merges an import into the main
+  // file key by key (containerd PR #9982, in 2.0): the drop-in holds only gpuop's changes, so a
+  // later edit of the main file shows through. Version 2 may be read by containerd 1.x, which
+  // replaces the CRI plugin's tables per file: there it holds the whole table.
+  const bool minimal = config.version >= 3;
   toml::table plugins;
-  plugins.insert(config.cri_plugin, std::move(cri));
+  plugins.insert(config.cri_plugin, minimal ? DeepDiff(cri, node_cri) : std::move(cri));
   toml::table drop_in;
   drop_in.insert("version", config.version);
   drop_in.insert("plugins", std::move(plugins));
-  return absl::StrCat(kDropInHeader, FormatToml(drop_in));
+  return absl::StrCat(minimal ? kMinimalDropInHeader : kDropInHeader, FormatToml(drop_in));
 }
 
 Plan ContainerdPlan(const HostFiles& files, const Options& options,
