@@ -87,6 +87,11 @@ class RuntimeContainerdRealTest : public ::testing::Test {
     root_ = fs::temp_directory_path() /
             absl::StrCat("gpuop-runtime-real-", getpid(), "-",
                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ResetRoot();
+  }
+
+  // An empty host root with the toolkit's runtime binary.
+  void ResetRoot() {
     fs::remove_all(root_);
     fs::create_directories(root_ / "etc/containerd");
     Put(kToolkitBinary, "#!/bin/sh\n");
@@ -155,22 +160,18 @@ toml::array Dirs(const toml::table& cri) {
   return dirs != nullptr ? *dirs : toml::array{};
 }
 
-TEST_F(RuntimeContainerdRealTest, AVersion3FileLoadsWithRuncAndTheNvidiaHandler) {
-  Put(kContainerdConfigPath, kV3);
-  Configure();
-  const toml::table cri = LoadedCri();
-  EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].value<std::string>(),
-            kToolkitBinary);
-  EXPECT_EQ(Dirs(cri), (toml::array{"/etc/cdi", "/var/run/cdi"}));
-}
-
-TEST_F(RuntimeContainerdRealTest, AVersion2FileLoadsWithRuncAndTheNvidiaHandler) {
-  Put(kContainerdConfigPath, kV2);
-  Configure();
-  const toml::table cri = LoadedCri();
-  EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].value<std::string>(),
-            kToolkitBinary);
-  EXPECT_EQ(Dirs(cri), (toml::array{"/etc/cdi", "/var/run/cdi"}));
+TEST_F(RuntimeContainerdRealTest, Version2And3FilesLoadWithRuncAndTheNvidiaHandler) {
+  // containerd 2.x reads both: version 3 natively, version 2 migrated.
+  for (const char* main : {kV3, kV2}) {
+    SCOPED_TRACE(main);
+    ResetRoot();
+    Put(kContainerdConfigPath, main);
+    Configure();
+    const toml::table cri = LoadedCri();
+    EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].value<std::string>(),
+              kToolkitBinary);
+    EXPECT_EQ(Dirs(cri), (toml::array{"/etc/cdi", "/var/run/cdi"}));
+  }
 }
 
 TEST_F(RuntimeContainerdRealTest, TheUsersCdiSpecDirsAreMerged) {
