@@ -13,6 +13,7 @@
 #include "agent/runtime/docker.h"
 #include "agent/runtime/fake_restarter.h"
 #include "agent/runtime/test_util.h"
+#include "agent/runtime/toml_util.h"
 
 namespace gpuop::agent::runtime {
 namespace {
@@ -423,6 +424,15 @@ toml::table CriRuntime(const std::string& drop_in) {
   return cri != nullptr ? *cri : toml::table{};
 }
 
+// The CRI runtime plugin's table as containerd 2.x sees it: the drop-in merged into the main
+// file key by key (simulated with DeepMerge; test/node's runtime test shows it with the real
+// containerd).
+toml::table EffectiveCriRuntime(const std::string& main, const std::string& drop_in) {
+  toml::table cri = CriRuntime(main);
+  DeepMerge(cri, CriRuntime(drop_in));
+  return cri;
+}
+
 TEST_F(RuntimeConfiguratorTest, WithoutTheToolkitBinaryNoHandlerIsAdded) {
   fs::remove(root_ / kToolkitRuntime);
   root_.Put(kContainerdConfigPath, Testdata("containerd_v3.toml"));
@@ -438,7 +448,8 @@ TEST_F(RuntimeConfiguratorTest, WithoutTheToolkitBinaryNoHandlerIsAdded) {
                                            "the host"));
   EXPECT_THAT(report->Summary(), HasSubstr("the default runtime is left as it is"));
   // CDI is configured; no runtime points at a binary that is not there, runc stays the default.
-  const toml::table cri = CriRuntime(*root_.Get(kContainerdDropInPath));
+  const toml::table cri =
+      EffectiveCriRuntime(*root_.Get(kContainerdConfigPath), *root_.Get(kContainerdDropInPath));
   EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
   EXPECT_FALSE(cri["containerd"]["runtimes"]["nvidia"]);
   EXPECT_EQ(cri["containerd"]["default_runtime_name"].value<std::string>(), "runc");
@@ -497,7 +508,10 @@ TEST_F(RuntimeConfiguratorTest, TheNodesOwnHandlerIsNeverReplaced) {
   EXPECT_THAT(report->Summary(),
               HasSubstr("note: kept the node's own runtime handler plugins.\"io.containerd.cri.v1."
                         "runtime\".containerd.runtimes.nvidia; gpuop never replaces one"));
-  const toml::table cri = CriRuntime(*root_.Get(kContainerdDropInPath));
+  // The drop-in does not touch the handler; the effective one is the node's.
+  EXPECT_FALSE(CriRuntime(*root_.Get(kContainerdDropInPath))["containerd"]["runtimes"]["nvidia"]);
+  const toml::table cri =
+      EffectiveCriRuntime(*root_.Get(kContainerdConfigPath), *root_.Get(kContainerdDropInPath));
   EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].value<std::string>(),
             "/usr/bin/nvidia-container-runtime");
   EXPECT_EQ(cri["containerd"]["default_runtime_name"].value<std::string>(), "nvidia");

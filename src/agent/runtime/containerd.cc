@@ -1,5 +1,7 @@
 #include "agent/runtime/containerd.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +20,12 @@ constexpr char kDropInHeader[] =
     "# unconfigure`. Regenerated from /etc/containerd/config.toml and the files it imports: edit\n"
     "# those, not this file. It holds the whole CRI plugin table because containerd before 2.1\n"
     "# replaces a plugin's table per file instead of merging it.\n\n";
+
+constexpr char kMinimalDropInHeader[] =
+    "# Written by gpuop-agent (`gpuop-agent runtime configure`); removed by `gpuop-agent runtime\n"
+    "# unconfigure`. Only gpuop's changes to /etc/containerd/config.toml and the files it "
+    "imports:\n"
+    "# containerd 2.x merges it into them key by key, so edit those, not this file.\n\n";
 
 absl::Status Unsupported(const fs::path& file, absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(
@@ -140,6 +148,22 @@ absl::StatusOr<const toml::table*> BaseRuntime(const toml::table& runtimes,
   return nullptr;
 }
 
+// The node's CDI spec directories (containerd's default when the files set none) in their order,
+// then those of `options` the node lacks: a merge, so a directory a user added keeps working.
+// `cri`'s cdi_spec_dirs must have been checked to be an array of strings.
+toml::array MergedCdiSpecDirs(const toml::table& cri, const Options& options) {
+  std::vector<std::string> dirs;
+  if (const toml::array* existing = cri["cdi_spec_dirs"].as_array()) {
+    for (const toml::node& dir : *existing) dirs.push_back(dir.as_string()->get());
+  } else {
+    dirs.assign(std::begin(kContainerdDefaultCdiSpecDirs), std::end(kContainerdDefaultCdiSpecDirs));
+  }
+  for (const std::string& dir : options.cdi_spec_dirs) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
+  return StringArray(dirs);
+}
+
 // Applies `options` to the CRI plugin table `cri` (whose key path is `cri_path`).
 absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const Options& options,
                           const fs::path& file, std::vector<std::string>* notes) {
@@ -149,7 +173,7 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
     GPUOP_RETURN_IF_ERROR(ExpectStringArray(cri.get("cdi_spec_dirs"), file,
                                             absl::StrCat(cri_path, ".cdi_spec_dirs")));
     cri.insert_or_assign("enable_cdi", true);
-    cri.insert_or_assign("cdi_spec_dirs", StringArray(options.cdi_spec_dirs));
+    cri.insert_or_assign("cdi_spec_dirs", MergedCdiSpecDirs(cri, options));
   }
   if (!options.add_nvidia_runtime) return absl::OkStatus();
 
@@ -235,14 +259,20 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
     GPUOP_RETURN_IF_ERROR(CheckCriTypes(*plugin->as_table(), file.path, cri_path));
     DeepMerge(cri, *plugin->as_table());
   }
+  const toml::table node_cri = cri;
   GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, main_file, notes));
 
+  // Version 3 and later are read by containerd 2.x only, which merges an import into the main
+  // file key by key (containerd PR #9982, in 2.0): the drop-in holds only gpuop's changes, so a
+  // later edit of the main file shows through. Version 2 may be read by containerd 1.x, which
+  // replaces the CRI plugin's tables per file: there it holds the whole table.
+  const bool minimal = config.version >= 3;
   toml::table plugins;
-  plugins.insert(config.cri_plugin, std::move(cri));
+  plugins.insert(config.cri_plugin, minimal ? DeepDiff(cri, node_cri) : std::move(cri));
   toml::table drop_in;
   drop_in.insert("version", config.version);
   drop_in.insert("plugins", std::move(plugins));
-  return absl::StrCat(kDropInHeader, FormatToml(drop_in));
+  return absl::StrCat(minimal ? kMinimalDropInHeader : kDropInHeader, FormatToml(drop_in));
 }
 
 Plan ContainerdPlan(const HostFiles& files, const Options& options,

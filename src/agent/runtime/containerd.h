@@ -27,6 +27,10 @@ inline constexpr char kContainerdDropInPath[] = "/etc/containerd/conf.d/99-gpuop
 // files left in conf.d by other tools.
 inline constexpr char kContainerdImportEntry[] = "/etc/containerd/conf.d/99-gpuop*.toml";
 
+// containerd's CRI cdi_spec_dirs when no file sets it (containerd's docs/cri/config.md, 1.7 and
+// 2.x alike).
+inline constexpr const char* kContainerdDefaultCdiSpecDirs[] = {"/etc/cdi", "/var/run/cdi"};
+
 // What gpuop reads from containerd's main configuration.
 struct ContainerdConfig {
   int64_t version = 0;  // 2, 3 or 4
@@ -58,15 +62,19 @@ bool ImportsCover(const std::vector<std::string>& imports, const std::filesystem
 [[nodiscard]] absl::StatusOr<std::string> AddContainerdImport(
     absl::string_view content, const std::filesystem::path& file = kContainerdConfigPath);
 
-// gpuop's drop-in for the main configuration `main` and the files it imports. Before containerd
-// 2.1 a drop-in's plugin table replaces the main file's instead of merging with it, so the
-// drop-in holds the whole CRI plugin table, the main file's merged with the imported files' in
-// order, then changed per `options`: enable_cdi and cdi_spec_dirs; a runtime entry
-// `runtime_name` copied from the default runc runtime (keeping options such as SystemdCgroup) with
-// options.BinaryName = runtime_binary, unless the files already define a runtime of that name,
-// which is kept as it is (and said in `notes`); default_runtime_name. The drop-in carries the
-// main file's version. Errors as InspectContainerdConfig, for any of the files; InvalidArgument
-// when a runtime is to be added and runtime_binary is empty.
+// gpuop's drop-in for the main configuration `main` and the files it imports. The CRI plugin
+// table is the main file's merged with the imported files' in order, then changed per
+// `options`. For version 3 and later (read by containerd 2.x only, which merges imports key by
+// key since 2.0) the drop-in holds only what gpuop changed (DeepDiff), so later edits of the
+// main file show through; for version 2, which containerd 1.x also reads and which there
+// replaces a plugin's tables per file, it holds the whole table. The changes: enable_cdi, and
+// cdi_spec_dirs merged (the files' list, or containerd's default, with the missing directories of
+// options.cdi_spec_dirs appended; never replaced); a runtime entry `runtime_name` copied from the
+// default runc runtime (keeping options such as SystemdCgroup) with options.BinaryName =
+// runtime_binary, unless the files already define a runtime of that name, which is kept as it is
+// (and said in `notes`); default_runtime_name. The drop-in carries the main file's version. Errors
+// as InspectContainerdConfig, for any of the files; InvalidArgument when a runtime is to be added
+// and runtime_binary is empty.
 [[nodiscard]] absl::StatusOr<std::string> RenderContainerdDropIn(
     absl::string_view main, const std::vector<ImportedFile>& imported, const Options& options,
     std::vector<std::string>* notes = nullptr);

@@ -219,6 +219,64 @@ TEST(RuntimeContainerdTest, DropInMergesTheImportedFiles) {
   EXPECT_TRUE(cri["containerd"]["runtimes"]["nvidia"]["options"]["SystemdCgroup"].value<bool>());
 }
 
+TEST(RuntimeContainerdTest, DropInMergesCdiSpecDirsWithTheNodes) {
+  // docs/cri/config.md: cdi_spec_dirs is a list under the CRI plugin; a user's extra directory
+  // must survive gpuop's edit.
+  const std::string main = R"(version = 3
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_cdi = false
+  cdi_spec_dirs = ["/opt/vendor/cdi", "/etc/cdi"]
+)";
+  Options options;
+  options.cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi", "/run/gpuop/cdi"};
+  const absl::StatusOr<std::string> drop_in = RenderContainerdDropIn(main, {}, options);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  const auto cri = table["plugins"]["io.containerd.cri.v1.runtime"];
+  EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  ASSERT_TRUE(cri["cdi_spec_dirs"].is_array());
+  EXPECT_EQ(*cri["cdi_spec_dirs"].as_array(),
+            (toml::array{"/opt/vendor/cdi", "/etc/cdi", "/var/run/cdi", "/run/gpuop/cdi"}));
+}
+
+TEST(RuntimeContainerdTest, DropInStartsCdiSpecDirsFromContainerdsDefault) {
+  // No file sets cdi_spec_dirs: containerd uses its default, which the merge starts from.
+  Options options;
+  options.cdi_spec_dirs = {"/run/gpuop/cdi"};
+  const absl::StatusOr<std::string> drop_in = RenderContainerdDropIn("version = 3\n", {}, options);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  const auto cri = table["plugins"]["io.containerd.cri.v1.runtime"];
+  ASSERT_TRUE(cri["cdi_spec_dirs"].is_array());
+  EXPECT_EQ(*cri["cdi_spec_dirs"].as_array(),
+            (toml::array{"/etc/cdi", "/var/run/cdi", "/run/gpuop/cdi"}));
+}
+
+TEST(RuntimeContainerdTest, DropInKeepsTheToolkitsNvidiaDropIn) {
+  // The main file as nvidia-ctk leaves it in drop-in mode: imports conf.d/*.toml, which covers
+  // gpuop's drop-in too, so the main file is not edited again.
+  const std::string main = absl::StrReplaceAll(
+      Testdata("containerd_v2.toml"),
+      {{"version = 2\n", "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n"}});
+  const absl::StatusOr<std::string> edited = AddContainerdImport(main);
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  EXPECT_EQ(*edited, main);
+
+  std::vector<std::string> notes;
+  const absl::StatusOr<std::string> drop_in = RenderContainerdDropIn(
+      main, {{"/etc/containerd/conf.d/99-nvidia.toml", Testdata("containerd_nvidia_dropin.toml")}},
+      RuntimeOptions(), &notes);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  const auto runtimes = table["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"];
+  // The toolkit's handler as it wrote it, not gpuop's binary; runc still there.
+  EXPECT_EQ(runtimes["nvidia"]["options"]["BinaryName"].value<std::string>(),
+            "/usr/bin/nvidia-container-runtime");
+  EXPECT_EQ(runtimes["runc"]["options"]["SystemdCgroup"].value<bool>(), true);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_THAT(notes[0], HasSubstr("kept the node's own runtime handler"));
+}
+
 TEST(RuntimeContainerdTest, DropInStartsFromRuncWhenTheDefaultIsNotRunc) {
   const std::string main = R"(version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd]

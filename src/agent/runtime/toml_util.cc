@@ -136,6 +136,33 @@ void DeepMerge(toml::table& into, const toml::table& from) {
   }
 }
 
+namespace {
+
+// toml::node has no equality of its own; a table's compares its values.
+bool SameValue(const toml::node& a, const toml::node& b) {
+  toml::table left;
+  left.insert("v", a);
+  toml::table right;
+  right.insert("v", b);
+  return left == right;
+}
+
+}  // namespace
+
+toml::table DeepDiff(const toml::table& after, const toml::table& before) {
+  toml::table diff;
+  for (const auto& [key, value] : after) {
+    const toml::node* old = before.get(key.str());
+    if (old != nullptr && old->is_table() && value.is_table()) {
+      toml::table sub = DeepDiff(*value.as_table(), *old->as_table());
+      if (!sub.empty()) diff.insert(key, std::move(sub));
+    } else if (old == nullptr || !SameValue(*old, value)) {
+      diff.insert(key, value);
+    }
+  }
+  return diff;
+}
+
 toml::array StringArray(const std::vector<std::string>& values) {
   toml::array array;
   for (const std::string& value : values) array.push_back(value);

@@ -48,6 +48,11 @@ std::string Where(const std::filesystem::path& file, const toml::node& node);
 // Merges `from` into `into`: tables merge key by key, recursively; any other value replaces.
 void DeepMerge(toml::table& into, const toml::table& from);
 
+// What DeepMerge(before, result) needs to turn `before` into `after`, where `after` only adds
+// keys or changes values of `before`: the keys of `after` that are new or whose values differ,
+// tables compared key by key (a table left empty is dropped).
+toml::table DeepDiff(const toml::table& after, const toml::table& before);
+
 // A TOML array of strings.
 toml::array StringArray(const std::vector<std::string>& values);
 
