@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "absl/time/time.h"
+#include "agent/labels/gfd_test_labels.h"
 #include "agent/labels/labels.h"
 #include "hw/nvml/nvml_accelerator.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
@@ -25,32 +26,11 @@ namespace {
 
 constexpr int64_t kNow = 1764676800;
 
-// What GFD writes on every node of these presets (driver 570.86.15, CUDA 12.8), plus gpuop's
-// own labels: the driver version split at '.', the CUDA version 12080 as major 12 / minor 8
-// (also under the deprecated cuda.driver.* / cuda.runtime.* keys), gfd.timestamp in Unix
-// seconds, mps.capable false (no MPS sharing), and nvidia.com/gpu.present as NVIDIA's
-// operator sets it.
+// What GFD writes on every node of these presets (driver 570.86.15, CUDA 12.8), with
+// gfd.timestamp in Unix seconds.
 NodeLabels Common(NodeLabels specific) {
-  specific.insert({
-      {"gpuop.io/gpu.present", "true"},
-      {"gpuop.io/gpu.vendor", "nvidia"},
-      {"nvidia.com/cuda.driver-version.full", "570.86.15"},
-      {"nvidia.com/cuda.driver-version.major", "570"},
-      {"nvidia.com/cuda.driver-version.minor", "86"},
-      {"nvidia.com/cuda.driver-version.revision", "15"},
-      {"nvidia.com/cuda.driver.major", "570"},
-      {"nvidia.com/cuda.driver.minor", "86"},
-      {"nvidia.com/cuda.driver.rev", "15"},
-      {"nvidia.com/cuda.runtime-version.full", "12.8"},
-      {"nvidia.com/cuda.runtime-version.major", "12"},
-      {"nvidia.com/cuda.runtime-version.minor", "8"},
-      {"nvidia.com/cuda.runtime.major", "12"},
-      {"nvidia.com/cuda.runtime.minor", "8"},
-      {"nvidia.com/gfd.timestamp", "1764676800"},
-      {"nvidia.com/gpu.present", "true"},
-      {"nvidia.com/mps.capable", "false"},
-  });
-  return specific;
+  specific["nvidia.com/gfd.timestamp"] = "1764676800";
+  return gfd_test::WithDriver570Labels(std::move(specific));
 }
 
 // The labels of one MIG profile under mixed (GFD: product "<parent model>-MIG-<profile>",

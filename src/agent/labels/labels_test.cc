@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "agent/labels/gfd_labels.h"
+#include "agent/labels/gfd_test_labels.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 #include "test/fakes/sysfs/presets.h"
 
@@ -47,21 +48,7 @@ hw::Inventory H100s(int n) {
 // replicas 1 and strategy none without sharing, no mig.strategy under strategy none.
 TEST(NodeLabelsTest, GpuFeatureDiscoveryKeysForAnH100Node) {
   const NodeLabels labels = ComputeNodeLabels({.nvidia = H100s(8), .machine = "PowerEdge XE9680"});
-  EXPECT_EQ(labels, (NodeLabels{
-                        {"gpuop.io/gpu.present", "true"},
-                        {"gpuop.io/gpu.vendor", "nvidia"},
-                        {"nvidia.com/cuda.driver-version.full", "570.86.15"},
-                        {"nvidia.com/cuda.driver-version.major", "570"},
-                        {"nvidia.com/cuda.driver-version.minor", "86"},
-                        {"nvidia.com/cuda.driver-version.revision", "15"},
-                        {"nvidia.com/cuda.driver.major", "570"},
-                        {"nvidia.com/cuda.driver.minor", "86"},
-                        {"nvidia.com/cuda.driver.rev", "15"},
-                        {"nvidia.com/cuda.runtime-version.full", "12.8"},
-                        {"nvidia.com/cuda.runtime-version.major", "12"},
-                        {"nvidia.com/cuda.runtime-version.minor", "8"},
-                        {"nvidia.com/cuda.runtime.major", "12"},
-                        {"nvidia.com/cuda.runtime.minor", "8"},
+  EXPECT_EQ(labels, gfd_test::WithDriver570Labels({
                         {"nvidia.com/gpu.compute.major", "9"},
                         {"nvidia.com/gpu.compute.minor", "0"},
                         {"nvidia.com/gpu.count", "8"},
@@ -69,12 +56,10 @@ TEST(NodeLabelsTest, GpuFeatureDiscoveryKeysForAnH100Node) {
                         {"nvidia.com/gpu.machine", "PowerEdge-XE9680"},
                         {"nvidia.com/gpu.memory", "81559"},
                         {"nvidia.com/gpu.mode", "compute"},
-                        {"nvidia.com/gpu.present", "true"},
                         {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
                         {"nvidia.com/gpu.replicas", "1"},
                         {"nvidia.com/gpu.sharing-strategy", "none"},
                         {"nvidia.com/mig.capable", "true"},
-                        {"nvidia.com/mps.capable", "false"},
                     }));
 }
 
