@@ -1,9 +1,13 @@
 // gpuop-agent labels: keeps the node's GPU labels current until SIGTERM (or once with --once).
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <optional>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "agent/deviceplugin/config_source.h"
 #include "agent/labels/inventory.h"
 #include "agent/labels/node_labeler.h"
@@ -25,7 +29,11 @@ struct LabelFlags {
   std::string config_dir;
   std::string config_name = "default";
   std::string layout_file;
-  int resync_seconds = 300;
+  // GFD's flags; unset ones come from the configuration's flags.gfd.
+  int resync_seconds = 0;  // 0: not given
+  std::string sleep_interval;
+  bool no_timestamp = false;
+  std::string machine_type_file;
   std::string host_proc = "/proc";
   bool once = false;
   bool dry_run = false;
@@ -34,7 +42,34 @@ struct LabelFlags {
 struct NodeMetadata {
   agent::NodeLabels labels;
   agent::NodeLabels annotations;
+  absl::Duration interval = absl::Seconds(60);  // until the next full re-labelling
 };
+
+// The command line's GFD settings (what it leaves unset comes from the configuration).
+absl::StatusOr<agent::GfdOverrides> Overrides(const LabelFlags& flags) {
+  agent::GfdOverrides out;
+  if (flags.no_timestamp) out.no_timestamp = true;
+  if (!flags.machine_type_file.empty()) out.machine_type_file = flags.machine_type_file;
+  if (flags.resync_seconds != 0) out.sleep_interval = absl::Seconds(flags.resync_seconds);
+  if (!flags.sleep_interval.empty()) {
+    absl::Duration interval;
+    if (!absl::ParseDuration(flags.sleep_interval, &interval)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--sleep-interval: \"", flags.sleep_interval, "\" is not a duration"));
+    }
+    out.sleep_interval = interval;
+  }
+  return out;
+}
+
+// A host path (flags.gfd.machineTypeFile) as this process sees it: /sys under --sysfs-root,
+// anything else under --host-root.
+std::string HostPath(const HardwareFlags& hardware, const std::string& path) {
+  if (path.empty()) return path;
+  if (absl::StartsWith(path, "/sys/")) return hardware.sysfs_root + path.substr(4);
+  if (hardware.host_root.empty() || hardware.host_root == "/") return path;
+  return hardware.host_root + path;
+}
 
 // Computes the labels (and the inventory annotation) from what the node has now.
 absl::StatusOr<NodeMetadata> Compute(const LabelFlags& flags, const agent::ConfigSource& source) {
@@ -60,12 +95,13 @@ absl::StatusOr<NodeMetadata> Compute(const LabelFlags& flags, const agent::Confi
   absl::StatusOr<agent::DevicePluginConfig> config = source.Load();
   if (!config.ok()) return config.status();
   inputs.plugin_config = *config;
-  if (absl::StatusOr<agent::ResourcePlan> plan = agent::PlanResources(gpus, *config); plan.ok()) {
-    inputs.plan = *std::move(plan);
-  }
-  std::ifstream machine(flags.hardware.sysfs_root + "/class/dmi/id/product_name");
-  std::getline(machine, inputs.machine);
-  NodeMetadata out{.labels = agent::ComputeNodeLabels(inputs)};
+  absl::StatusOr<agent::GfdOverrides> overrides = Overrides(flags);
+  if (!overrides.ok()) return overrides.status();
+  absl::StatusOr<agent::GfdSettings> gfd = agent::ResolveGfdSettings(config->gfd, *overrides);
+  if (!gfd.ok()) return gfd.status();
+  inputs.machine = agent::MachineType(HostPath(flags.hardware, gfd->machine_type_file));
+  if (gfd->timestamp) inputs.timestamp = absl::Now();
+  NodeMetadata out{.labels = agent::ComputeNodeLabels(inputs), .interval = gfd->interval};
   if (!gpus.empty()) {
     out.annotations[agent::kInventoryAnnotation] = agent::InventoryAnnotation(inventories);
   }
@@ -90,8 +126,16 @@ void AddLabelsCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--layout-file", flags->layout_file,
                   "File the MIG manager rewrites after a layout change (re-labels at once)");
-  sub->add_option("--resync", flags->resync_seconds, "Seconds between full re-checks")
-      ->capture_default_str();
+  sub->add_option("--sleep-interval", flags->sleep_interval,
+                  "Time between full re-labellings (\"60s\"); default flags.gfd.sleepInterval, "
+                  "else 60s");
+  sub->add_option("--resync", flags->resync_seconds,
+                  "Seconds between full re-labellings (older spelling of --sleep-interval)");
+  sub->add_flag("--no-timestamp", flags->no_timestamp,
+                "Leave out nvidia.com/gfd.timestamp (also flags.gfd.noTimestamp)");
+  sub->add_option("--machine-type-file", flags->machine_type_file,
+                  "Host file with the machine type for nvidia.com/gpu.machine; default "
+                  "flags.gfd.machineTypeFile, else /sys/class/dmi/id/product_name");
   sub->add_option("--host-proc", flags->host_proc,
                   "The host's /proc (a loaded NVIDIA driver shows in driver/nvidia/version)")
       ->capture_default_str();
@@ -149,9 +193,11 @@ void AddLabelsCommand(CLI::App& app) {
                                            : computed.status();
       if (!applied.ok()) std::fprintf(stderr, "labels: %s\n", applied.ToString().c_str());
       if (flags->once) std::exit(applied.ok() ? 0 : 1);
-      // A configuration or layout change wakes at once; the resync catches changes nothing
-      // announces.
-      for (int waited = 0; waited < flags->resync_seconds * 10 && !stopping; ++waited) {
+      // A configuration or layout change wakes at once; the sleep interval catches changes
+      // nothing announces (and renews gfd.timestamp).
+      const absl::Duration interval = computed.ok() ? computed->interval : absl::Seconds(60);
+      const int64_t ticks = absl::ToInt64Milliseconds(interval) / 100;
+      for (int64_t waited = 0; waited < ticks && !stopping; ++waited) {
         if (watch.Wait(100) || relabel.exchange(false)) break;
       }
     }

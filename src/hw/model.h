@@ -44,7 +44,26 @@ struct MigDevice {
   unsigned int placement_start = 0;
   unsigned int placement_size = 0;
   uint64_t memory_bytes = 0;
+  // What the device owns of its GPU (NVIDIA: nvmlDeviceGetAttributes_v2): multiprocessors, the
+  // compute slices of its GPU instance and of its compute instance, and the engines it shares
+  // with the other compute instances of its GPU instance. 0 where the driver does not say.
   unsigned int multiprocessor_count = 0;
+  unsigned int gpu_instance_slices = 0;
+  unsigned int compute_instance_slices = 0;
+  unsigned int copy_engines = 0;
+  unsigned int decoders = 0;
+  unsigned int encoders = 0;
+  unsigned int jpeg_engines = 0;
+  unsigned int ofa_engines = 0;
+  bool has_attributes = false;  // whether the driver reported the fields above
+};
+
+// A GPU's membership of a multi-node NVLink fabric (an NVL72 rack): the fabric's cluster and
+// the clique (NVLink partition) the GPU registered in.
+struct GpuFabric {
+  std::string cluster_uuid;  // canonical lower-case UUID, "a1b2c3d4-...."
+  unsigned int clique_id = 0;
+  bool operator==(const GpuFabric&) const = default;
 };
 
 // A MIG GPU-instance profile the GPU supports.
@@ -76,6 +95,11 @@ struct Gpu {
   std::vector<MigProfile> mig_profiles;
   std::vector<MigDevice> mig_devices;
   std::vector<Link> links;
+  // The PCI class code from sysfs (0x030200 for a 3D controller); empty when unreadable.
+  std::optional<uint32_t> pci_class;
+  // Set only when the GPU finished registering with a fabric (NVIDIA: fabric state COMPLETED
+  // with a successful status and a non-zero cluster UUID).
+  std::optional<GpuFabric> fabric;
 };
 
 struct Inventory {

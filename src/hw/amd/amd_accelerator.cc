@@ -152,6 +152,9 @@ absl::StatusOr<AmdDiscovery> AmdAccelerator::DiscoverAmd() {
   discovery.inventory.driver_version =
       sysfs::ReadOptionalString(sysfs::Join(options_.sysfs_root, "module/amdgpu/version"))
           .value_or("");
+  discovery.driver_src_version =
+      sysfs::ReadOptionalString(sysfs::Join(options_.sysfs_root, "module/amdgpu/srcversion"))
+          .value_or("");
   const KfdTopology kfd = ReadKfdTopology(options_.sysfs_root);
   discovery.warnings = kfd.warnings;
   const bool has_kfd = sysfs::Exists(sysfs::Join(options_.sysfs_root, "class/kfd/kfd"));
@@ -207,6 +210,10 @@ absl::StatusOr<AmdDiscovery> AmdAccelerator::DiscoverAmd() {
     };
     info.compute_partition = absl::AsciiStrToLower(attribute("current_compute_partition"));
     info.memory_partition = absl::AsciiStrToLower(attribute("current_memory_partition"));
+    info.compute_partitioning_supported =
+        sysfs::Exists(sysfs::Join(dir, "available_compute_partition"));
+    info.memory_partitioning_supported =
+        sysfs::Exists(sysfs::Join(dir, "available_memory_partition"));
 
     Gpu& gpu = d.gpu;
     gpu.vendor = Vendor::kAmd;

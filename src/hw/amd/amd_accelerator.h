@@ -42,11 +42,17 @@ struct AmdGpuInfo {
   uint64_t hive_id = 0;           // XGMI hive; 0 = none
   std::string compute_partition;  // "spx", "cpx", ... lower case; empty before MI300
   std::string memory_partition;   // "nps1", ...
+  // Whether the GPU can be repartitioned: amdgpu shows available_compute_partition /
+  // available_memory_partition.
+  bool compute_partitioning_supported = false;
+  bool memory_partitioning_supported = false;
 };
 
 // What DiscoverAmd returns: the vendor-neutral inventory and the AMD facts beside it.
 struct AmdDiscovery {
   Inventory inventory;
+  // /sys/module/amdgpu/srcversion, the module's source checksum; empty when absent.
+  std::string driver_src_version;
   std::vector<AmdGpuInfo> gpus;  // parallel to inventory.gpus
   // Oddities that did not stop discovery: a GPU without a KFD node or render node, a KFD node
   // that could not be read, a non-AMD device bound to amdgpu.

@@ -171,6 +171,37 @@ typedef struct {
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+// nvmlDeviceGetAttributes_v2: what one MIG device owns of its GPU.
+typedef struct {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
+// nvmlDeviceGetGpuFabricInfo: the GPU's place in a multi-node NVLink fabric (GB200 NVL72 and
+// the like). `status` is the registration's own result; the ids mean something only once
+// `state` is NVML_GPU_FABRIC_STATE_COMPLETED.
+enum : unsigned int { NVML_GPU_FABRIC_UUID_LEN = 16 };
+typedef unsigned char nvmlGpuFabricState_t;
+enum : unsigned char {
+  NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0,
+  NVML_GPU_FABRIC_STATE_NOT_STARTED = 1,
+  NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2,
+  NVML_GPU_FABRIC_STATE_COMPLETED = 3,
+};
+typedef struct {
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
 typedef union {
   double dVal;
   unsigned int uiVal;
@@ -280,6 +311,8 @@ static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlComputeInstanceProfileInfo_v2_t) == 136);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(sizeof(nvmlFieldValue_t) == 40);
+static_assert(sizeof(nvmlDeviceAttributes_t) == 40);
+static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
 static_assert(nvmlMemory_v2 == 0x02000028u);
 static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x02000098u);
 static_assert(nvmlComputeInstanceProfileInfo_v2 == 0x02000088u);

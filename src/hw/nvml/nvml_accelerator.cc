@@ -27,6 +27,10 @@ std::string CString(const char* buffer, size_t size) {
 
 std::string NvidiaFamily(int major, int minor) {
   switch (major) {
+    case 1:
+      return "tesla";
+    case 2:
+      return "fermi";
     case 3:
       return "kepler";
     case 5:
@@ -42,6 +46,8 @@ std::string NvidiaFamily(int major, int minor) {
     case 10:
     case 12:
       return "blackwell";
+    case 13:
+      return "rubin";
     default:
       return "";
   }
@@ -104,12 +110,18 @@ absl::StatusOr<Gpu> NvmlAccelerator::DescribeGpu(int index, nvmlDevice_t device)
   if (auto mem = Optional<nvmlMemory_t>(f.nvmlDeviceGetMemoryInfo, &lost, device)) {
     gpu.memory_bytes = mem->total;
   }
+  const std::string pci_dir =
+      absl::StrCat(sysfs_root_, "/bus/pci/devices/", absl::AsciiStrToLower(gpu.pci_bus_id));
   // -1 is the kernel's "no affinity" (a single-node machine, or firmware that says nothing).
-  if (std::optional<int64_t> numa = sysfs::ReadOptionalInt(absl::StrCat(
-          sysfs_root_, "/bus/pci/devices/", absl::AsciiStrToLower(gpu.pci_bus_id), "/numa_node"));
+  if (std::optional<int64_t> numa = sysfs::ReadOptionalInt(pci_dir + "/numa_node");
       numa.has_value() && *numa >= 0 && *numa < 1024) {
     gpu.numa_node = static_cast<int>(*numa);
   }
+  if (absl::StatusOr<uint64_t> pci_class = sysfs::ReadHex(pci_dir + "/class");
+      pci_class.ok() && *pci_class <= 0xffffff) {
+    gpu.pci_class = static_cast<uint32_t>(*pci_class);
+  }
+  gpu.fabric = DescribeFabric(device);
   if (auto minor_number = Optional<unsigned int>(f.nvmlDeviceGetMinorNumber, &lost, device)) {
     gpu.minor_number = *minor_number;
     gpu.device_nodes.push_back(absl::StrCat("/dev/nvidia", *minor_number));
@@ -121,6 +133,24 @@ absl::StatusOr<Gpu> NvmlAccelerator::DescribeGpu(int index, nvmlDevice_t device)
   }
   DescribeMig(device, gpu);
   return gpu;
+}
+
+std::optional<GpuFabric> NvmlAccelerator::DescribeFabric(nvmlDevice_t device) const {
+  std::optional<nvmlGpuFabricInfo_t> info =
+      Optional<nvmlGpuFabricInfo_t>(lib_->fn().nvmlDeviceGetGpuFabricInfo, nullptr, device);
+  if (!info.has_value() || info->state != NVML_GPU_FABRIC_STATE_COMPLETED ||
+      info->status != NVML_SUCCESS) {
+    return std::nullopt;
+  }
+  const unsigned char* u = info->clusterUuid;
+  if (std::all_of(u, u + NVML_GPU_FABRIC_UUID_LEN, [](unsigned char c) { return c == 0; })) {
+    return std::nullopt;
+  }
+  return GpuFabric{
+      .cluster_uuid = absl::StrFormat(
+          "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+          u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]),
+      .clique_id = info->cliqueId};
 }
 
 void NvmlAccelerator::DescribeTopology(const std::vector<nvmlDevice_t>& devices,

@@ -72,6 +72,8 @@ class NvmlAccelerator final : public Accelerator {
   absl::StatusOr<nvmlDevice_t> Handle(int gpu_index) const;
   absl::StatusOr<Gpu> DescribeGpu(int index, nvmlDevice_t device) const;
   void DescribeMig(nvmlDevice_t device, Gpu& gpu) const;
+  // nvmlDeviceGetGpuFabricInfo, when the GPU finished registering with a fabric.
+  std::optional<GpuFabric> DescribeFabric(nvmlDevice_t device) const;
   void DescribeTopology(const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus) const;
   GpuSample SampleGpu(int index, nvmlDevice_t device) const;
   absl::StatusOr<nvmlEventSet_t> EventSet() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -108,8 +110,10 @@ std::optional<T> NvmlAccelerator::Optional(Fn fn, bool* lost, Args... args) cons
   return value;
 }
 
-// GPU feature discovery's family name for a CUDA compute capability ("hopper", "ampere",
-// "ada-lovelace", ...), or "" when unknown.
+// GPU feature discovery's family name for a CUDA compute capability, by major version: 1
+// tesla, 2 fermi, 3 kepler, 5 maxwell, 6 pascal, 7 volta (minor < 5) or turing, 8 ampere
+// (minor < 9) or ada-lovelace, 9 hopper, 10 and 12 blackwell, 13 rubin; "" for any other
+// (GFD's "undefined").
 std::string NvidiaFamily(int compute_major, int compute_minor);
 
 // NVML's bus id ("00000000:17:00.0") in sysfs form ("0000:17:00.0").

@@ -96,6 +96,8 @@ TEST_F(NvmlAcceleratorTest, H100MachineInventoryAndNvSwitchTopology) {
                 ::testing::Contains("/dev/nvidia" + std::to_string(*g.minor_number)));
     EXPECT_TRUE(g.mig_capable);
     EXPECT_FALSE(g.mig_enabled);
+    EXPECT_EQ(g.pci_class, 0x030200u);   // the HGX board's sysfs: 3D controllers
+    EXPECT_FALSE(g.fabric.has_value());  // no multi-node fabric
     // sysfs form: lowercase, 4-digit domain.
     EXPECT_EQ(g.pci_bus_id.size(), 12u) << g.pci_bus_id;
     EXPECT_EQ(g.pci_bus_id.substr(0, 5), "0000:") << g.pci_bus_id;
@@ -113,6 +115,36 @@ TEST_F(NvmlAcceleratorTest, H100MachineInventoryAndNvSwitchTopology) {
   }
   EXPECT_EQ(uuids.size(), 8u);
   EXPECT_EQ(buses.size(), 8u);
+}
+
+// A GPU's fabric is reported only once its registration completed with a cluster UUID.
+TEST_F(NvmlAcceleratorTest, FabricMembershipOfCompletedRegistrations) {
+  const std::filesystem::path scenario =
+      std::filesystem::temp_directory_path() / ("gpuop-nvml-nvl-" + std::to_string(getpid()));
+  std::ofstream(scenario) << R"(driver: {version: "570.86.15", cuda_version: "12.8"}
+models:
+  gb200: {name: NVIDIA GB200, pci_device_id: 0x2941, architecture: blackwell,
+          compute_capability: "10.0", memory_mib: 189471}
+gpus:
+  - {model: gb200, pci_bus_id: "0000:f1:00.0",
+     fabric: {cluster_uuid: "6D9A5C4E-0A2B-4C1D-9E8F-1A2B3C4D5E6F", clique_id: 32766}}
+  - {model: gb200, pci_bus_id: "0000:f2:00.0",
+     fabric: {cluster_uuid: "6d9a5c4e-0a2b-4c1d-9e8f-1a2b3c4d5e6f", state: in_progress}}
+  - {model: gb200, pci_bus_id: "0000:f3:00.0",
+     fabric: {cluster_uuid: "00000000-0000-0000-0000-000000000000"}}
+  - {model: gb200, pci_bus_id: "0000:f4:00.0"}
+)";
+  Open(scenario.c_str());
+  const Inventory inv = Discover();
+  std::filesystem::remove(scenario);
+  ASSERT_EQ(inv.gpus.size(), 4u);
+  ASSERT_TRUE(inv.gpus[0].fabric.has_value());
+  EXPECT_EQ(*inv.gpus[0].fabric, (GpuFabric{.cluster_uuid = "6d9a5c4e-0a2b-4c1d-9e8f-1a2b3c4d5e6f",
+                                            .clique_id = 32766}));
+  EXPECT_FALSE(inv.gpus[1].fabric.has_value());     // still registering
+  EXPECT_FALSE(inv.gpus[2].fabric.has_value());     // no cluster
+  EXPECT_FALSE(inv.gpus[3].fabric.has_value());     // NOT_SUPPORTED
+  EXPECT_FALSE(inv.gpus[3].pci_class.has_value());  // not in the HGX board's sysfs
 }
 
 TEST_F(NvmlAcceleratorTest, NoNumaNodeWithoutTheSysfsAffinity) {
@@ -252,8 +284,23 @@ TEST_F(NvmlAcceleratorTest, A100MigLayoutIsDiscoveredAndReconfigurable) {
     EXPECT_EQ(m.uuid.rfind("MIG-", 0), 0u) << m.uuid;
     EXPECT_EQ(m.placement_size, 1u);
     EXPECT_EQ(m.memory_bytes, 4864ull * 1024 * 1024);
+    EXPECT_TRUE(m.has_attributes);
+    EXPECT_EQ(m.multiprocessor_count, 14u);
+    EXPECT_EQ(m.gpu_instance_slices, 1u);
+    EXPECT_EQ(m.compute_instance_slices, 1u);
+    EXPECT_EQ(m.copy_engines, 1u);
     uuids.insert(m.uuid);
   }
+  // GPU 2's 4g.20gb holds two compute instances of 2 slices; each shares the GI's engines.
+  ASSERT_FALSE(inv.gpus[2].mig_devices.empty());
+  const MigDevice& split = inv.gpus[2].mig_devices.front();
+  EXPECT_EQ(split.profile, "4g.20gb");
+  EXPECT_EQ(split.multiprocessor_count, 28u);
+  EXPECT_EQ(split.gpu_instance_slices, 4u);
+  EXPECT_EQ(split.compute_instance_slices, 2u);
+  EXPECT_EQ(split.copy_engines, 4u);
+  EXPECT_EQ(split.decoders, 2u);
+  EXPECT_EQ(split.jpeg_engines, 0u);
   EXPECT_EQ(uuids.size(), 7u);
   EXPECT_EQ(inv.gpus[1].mig_devices.size(), 2u);
   EXPECT_FALSE(inv.gpus[4].mig_enabled);

@@ -74,6 +74,7 @@
   X(nvmlDeviceIsMigDeviceHandle, (nvmlDevice_t device, unsigned int* is_mig))                      \
   X(nvmlDeviceGetGpuInstanceId, (nvmlDevice_t device, unsigned int* id))                           \
   X(nvmlDeviceGetComputeInstanceId, (nvmlDevice_t device, unsigned int* id))                       \
+  X(nvmlDeviceGetAttributes_v2, (nvmlDevice_t device, nvmlDeviceAttributes_t * attributes))        \
   X(nvmlDeviceGetGpuInstanceProfileInfoV,                                                          \
     (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t* info))            \
   X(nvmlDeviceGetGpuInstancePossiblePlacements_v2,                                                 \
@@ -109,6 +110,7 @@
   X(nvmlDeviceRegisterEvents, (nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set)) \
   X(nvmlEventSetWait_v2, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeout_ms))    \
   X(nvmlEventSetFree, (nvmlEventSet_t set))                                                        \
+  X(nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t device, nvmlGpuFabricInfo_t * info))                 \
   X(nvmlDeviceGetNvLinkState, (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* active)) \
   X(nvmlDeviceGetNvLinkRemotePciInfo_v2,                                                           \
     (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci))                                  \

@@ -58,6 +58,19 @@ void NvmlAccelerator::DescribeMig(nvmlDevice_t device, Gpu& gpu) const {
     if (auto mem = Optional<nvmlMemory_t>(f.nvmlDeviceGetMemoryInfo, nullptr, mig)) {
       m.memory_bytes = mem->total;
     }
+    if (auto attributes =
+            Optional<nvmlDeviceAttributes_t>(f.nvmlDeviceGetAttributes_v2, nullptr, mig)) {
+      m.has_attributes = true;
+      m.multiprocessor_count = attributes->multiprocessorCount;
+      m.gpu_instance_slices = attributes->gpuInstanceSliceCount;
+      m.compute_instance_slices = attributes->computeInstanceSliceCount;
+      m.copy_engines = attributes->sharedCopyEngineCount;
+      m.decoders = attributes->sharedDecoderCount;
+      m.encoders = attributes->sharedEncoderCount;
+      m.jpeg_engines = attributes->sharedJpegCount;
+      m.ofa_engines = attributes->sharedOfaCount;
+      if (m.memory_bytes == 0) m.memory_bytes = attributes->memorySizeMB << 20;
+    }
     nvmlGpuInstance_t gi = nullptr;
     if (f.nvmlDeviceGetGpuInstanceById != nullptr && f.nvmlGpuInstanceGetInfo != nullptr &&
         f.nvmlDeviceGetGpuInstanceById(device, m.gpu_instance_id, &gi) == NVML_SUCCESS) {

@@ -1,5 +1,7 @@
 // Identity and memory of a device (a GPU or a MIG device).
 
+#include <algorithm>
+
 #include "test/fakes/nvml/exports.h"
 #include "test/fakes/nvml/mig.h"
 
@@ -83,6 +85,20 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
     // affinity is in sysfs, not here.
     if (!gpu.spec.gpu_numa_node) return NVML_ERROR_NOT_SUPPORTED;
     *node = *gpu.spec.gpu_numa_node;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!gpu.spec.fabric) return NVML_ERROR_NOT_SUPPORTED;
+    *info = nvmlGpuFabricInfo_t{};
+    std::copy(gpu.spec.fabric->cluster_uuid.begin(), gpu.spec.fabric->cluster_uuid.end(),
+              info->clusterUuid);
+    info->status = NVML_SUCCESS;
+    info->cliqueId = gpu.spec.fabric->clique_id;
+    info->state = gpu.spec.fabric->state;
     return NVML_SUCCESS;
   });
 }

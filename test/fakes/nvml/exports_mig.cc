@@ -393,6 +393,28 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t instance, unsi
   });
 }
 
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t* attributes) {
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+    if (attributes == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // nvml.h: "This API currently only supports MIG device handles."
+    if (!ref.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
+    const nvmlComputeInstance_st& compute = *ref.compute;
+    const nvmlGpuInstance_st& instance = *compute.gpu_instance;
+    const GiProfile& gi = *instance.profile;
+    *attributes = nvmlDeviceAttributes_t{};
+    attributes->multiprocessorCount = ComputeMultiprocessors(instance, compute.slices);
+    attributes->sharedCopyEngineCount = gi.copy_engines;
+    attributes->sharedDecoderCount = gi.decoders;
+    attributes->sharedEncoderCount = gi.encoders;
+    attributes->sharedJpegCount = gi.jpegs;
+    attributes->sharedOfaCount = gi.ofas;
+    attributes->gpuInstanceSliceCount = gi.slices;
+    attributes->computeInstanceSliceCount = compute.slices;
+    attributes->memorySizeMB = machine.Memory(ref).total >> 20;
+    return NVML_SUCCESS;
+  });
+}
+
 nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t compute,
                                            nvmlComputeInstanceInfo_t* info) {
   return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {

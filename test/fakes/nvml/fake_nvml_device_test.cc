@@ -140,6 +140,36 @@ TEST_F(FakeNvmlDevice, MissingFeaturesAreNotSupported) {
   EXPECT_EQ(nvml.nvmlDeviceGetTemperatureThreshold(a100, 0, &a), NVML_ERROR_NOT_SUPPORTED);
 }
 
+// nvmlDeviceGetGpuFabricInfo: NOT_SUPPORTED without a fabric (every preset), the scenario's
+// registration otherwise.
+TEST_F(FakeNvmlDevice, FabricInfoIsTheScenarios) {
+  ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);
+  nvmlGpuFabricInfo_t info{};
+  EXPECT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(0), &info), NVML_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(nvml.nvmlShutdown(), NVML_SUCCESS);
+
+  ASSERT_EQ(Start(WriteFile("nvl.yaml", R"(driver: {version: "570.86.15", cuda_version: "12.8"}
+gpus:
+  - {name: NVIDIA GB200, pci_bus_id: "0000:01:00.0", pci_device_id: 0x2941,
+     architecture: blackwell, compute_capability: "10.0", memory_mib: 189471,
+     fabric: {cluster_uuid: "6d9a5c4e-0a2b-4c1d-9e8f-1a2b3c4d5e6f", clique_id: 32766}}
+  - {name: NVIDIA GB200, pci_bus_id: "0000:02:00.0", pci_device_id: 0x2941,
+     architecture: blackwell, compute_capability: "10.0", memory_mib: 189471,
+     fabric: {cluster_uuid: "6d9a5c4e0a2b4c1d9e8f1a2b3c4d5e6f", state: in_progress}}
+)")),
+            NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(0), &info), NVML_SUCCESS);
+  const unsigned char uuid[16] = {0x6d, 0x9a, 0x5c, 0x4e, 0x0a, 0x2b, 0x4c, 0x1d,
+                                  0x9e, 0x8f, 0x1a, 0x2b, 0x3c, 0x4d, 0x5e, 0x6f};
+  EXPECT_EQ(std::memcmp(info.clusterUuid, uuid, sizeof(uuid)), 0);
+  EXPECT_EQ(info.cliqueId, 32766u);
+  EXPECT_EQ(info.state, NVML_GPU_FABRIC_STATE_COMPLETED);
+  EXPECT_EQ(info.status, NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(1), &info), NVML_SUCCESS);
+  EXPECT_EQ(info.state, NVML_GPU_FABRIC_STATE_IN_PROGRESS);
+  EXPECT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_F(FakeNvmlDevice, L4HasNoMig) {
   ASSERT_EQ(Start("l4-4x-pcie"), NVML_SUCCESS);
   unsigned int current = 0;

@@ -172,6 +172,20 @@ gpus:
     mig_instances: [{profile: 4g.20gb}, {profile: 4g.20gb}]
 )",
        "gpus[0].mig_instances[1]: 4g.20gb does not fit"},
+      {R"(driver: {version: x, cuda_version: 12.8}
+gpus:
+  - {name: NVIDIA GB200, pci_bus_id: "0000:01:00.0", pci_device_id: 0x2941,
+     architecture: blackwell, compute_capability: "10.0", memory_mib: 189471,
+     fabric: {cluster_uuid: "not-a-uuid", clique_id: 1}}
+)",
+       "gpus[0].fabric.cluster_uuid: expected a UUID of 32 hex digits, got \"not-a-uuid\""},
+      {R"(driver: {version: x, cuda_version: 12.8}
+gpus:
+  - {name: NVIDIA GB200, pci_bus_id: "0000:01:00.0", pci_device_id: 0x2941,
+     architecture: blackwell, compute_capability: "10.0", memory_mib: 189471,
+     fabric: {cluster_uuid: "6d9a5c4e-0a2b-4c1d-9e8f-1a2b3c4d5e6f", state: done}}
+)",
+       "gpus[0].fabric.state: expected not_started, in_progress or completed"},
   };
   for (const auto& c : kCases) {
     ForgetPrintedFailures();

@@ -336,6 +336,32 @@ TEST_F(FakeNvmlMig, MigDevicesHaveHandlesAndUuids) {
   EXPECT_EQ(nvml.nvmlDeviceGetGpuInstanceId(Gpu(0), &id), NVML_ERROR_NOT_SUPPORTED);
 }
 
+// nvmlDeviceGetAttributes_v2 answers for MIG devices only: a 1g.5gb of GPU 0, and a compute
+// instance of 2 slices inside GPU 2's 4g.20gb (it shares the GPU instance's engines).
+TEST_F(FakeNvmlMig, MigDevicesReportTheirAttributes) {
+  nvmlDeviceAttributes_t a{};
+  EXPECT_EQ(nvml.nvmlDeviceGetAttributes_v2(Gpu(0), &a), NVML_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(nvml.nvmlDeviceGetAttributes_v2(MigDevices(0)[0], &a), NVML_SUCCESS);
+  EXPECT_EQ(a.multiprocessorCount, 14u);
+  EXPECT_EQ(a.gpuInstanceSliceCount, 1u);
+  EXPECT_EQ(a.computeInstanceSliceCount, 1u);
+  EXPECT_EQ(a.sharedCopyEngineCount, 1u);
+  EXPECT_EQ(a.sharedDecoderCount, 0u);
+  EXPECT_EQ(a.sharedEncoderCount, 0u);
+  EXPECT_EQ(a.sharedJpegCount, 0u);
+  EXPECT_EQ(a.sharedOfaCount, 0u);
+  EXPECT_EQ(a.memorySizeMB, 4864u);
+  ASSERT_EQ(nvml.nvmlDeviceGetAttributes_v2(MigDevices(2)[0], &a), NVML_SUCCESS);
+  EXPECT_EQ(a.multiprocessorCount, 28u);
+  EXPECT_EQ(a.gpuInstanceSliceCount, 4u);
+  EXPECT_EQ(a.computeInstanceSliceCount, 2u);
+  EXPECT_EQ(a.sharedCopyEngineCount, 4u);
+  EXPECT_EQ(a.sharedDecoderCount, 2u);
+  EXPECT_EQ(a.memorySizeMB, 19968u);
+  EXPECT_EQ(nvml.nvmlDeviceGetAttributes_v2(MigDevices(0)[0], nullptr),
+            NVML_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_F(FakeNvmlMig, ScenarioLayoutsAreCreated) {
   EXPECT_EQ(MigDevices(1).size(), 2u);
   const std::vector<nvmlDevice_t> mixed = MigDevices(2);

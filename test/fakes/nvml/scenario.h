@@ -140,6 +140,13 @@ struct ClockSpec {
   unsigned int video_mhz = 0;
 };
 
+// nvmlDeviceGetGpuFabricInfo: the GPU's registration with a multi-node NVLink fabric.
+struct FabricSpec {
+  std::array<unsigned char, 16> cluster_uuid{};
+  unsigned int clique_id = 0;
+  unsigned char state = 3;  // NVML_GPU_FABRIC_STATE_*; COMPLETED
+};
+
 struct GpuSpec {
   std::string name;
   std::string uuid;    // "GPU-..."
@@ -171,6 +178,7 @@ struct GpuSpec {
   std::vector<MigInstanceSpec> mig_instances;
   unsigned int nvlink_version = 0;
   std::vector<LinkSpec> links;
+  std::optional<FabricSpec> fabric;  // absent: fabric info NOT_SUPPORTED (PCIe, pre-Hopper)
   std::vector<ProcessSpec> processes;
   FieldValues values = DefaultFieldValues();
 };

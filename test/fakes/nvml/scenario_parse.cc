@@ -32,14 +32,15 @@ absl::StatusOr<unsigned int> ReadArchitecture(const YAML::Node& node, absl::stri
       {"ampere", NVML_DEVICE_ARCH_AMPERE},
       {"ada", NVML_DEVICE_ARCH_ADA},
       {"hopper", NVML_DEVICE_ARCH_HOPPER},
-      {"blackwell", NVML_DEVICE_ARCH_BLACKWELL}};
+      {"blackwell", NVML_DEVICE_ARCH_BLACKWELL},
+      {"rubin", NVML_DEVICE_ARCH_RUBIN}};
   GPUOP_ASSIGN_OR_RETURN(const std::string text, ReadString(node, path));
   for (const auto& [name, value] : kNames) {
     if (absl::AsciiStrToLower(text) == name) return value;
   }
   return FieldError(path, absl::StrCat("unknown architecture \"", text,
                                        "\" (kepler, maxwell, pascal, volta, turing, ampere, ada, "
-                                       "hopper, blackwell)"));
+                                       "hopper, blackwell, rubin)"));
 }
 
 // "8.9" -> {8, 9}.
@@ -53,6 +54,48 @@ absl::Status ReadComputeCapability(const YAML::Node& node, absl::string_view pat
                       absl::StrCat("expected major.minor such as \"9.0\", got \"", text, "\""));
   }
   return absl::OkStatus();
+}
+
+// fabric: {cluster_uuid: <32 hex digits, dashes allowed>, clique_id: N, state: completed}.
+absl::StatusOr<FabricSpec> ReadFabric(const YAML::Node& node, absl::string_view path) {
+  GPUOP_RETURN_IF_ERROR(CheckKeys(node, path, {"cluster_uuid", "clique_id", "state"}));
+  const std::string uuid_path = ChildPath(path, "cluster_uuid");
+  if (!node["cluster_uuid"]) return FieldError(uuid_path, "required");
+  GPUOP_ASSIGN_OR_RETURN(const std::string text, ReadString(node["cluster_uuid"], uuid_path));
+  std::string hex;
+  for (char c : text) {
+    if (c != '-') hex += c;
+  }
+  FabricSpec fabric;
+  bool valid = hex.size() == 32;
+  for (size_t i = 0; valid && i < 16; ++i) {
+    int byte = 0;
+    valid = absl::SimpleHexAtoi(hex.substr(2 * i, 2), &byte);
+    fabric.cluster_uuid[i] = static_cast<unsigned char>(byte);
+  }
+  if (!valid) {
+    return FieldError(uuid_path,
+                      absl::StrCat("expected a UUID of 32 hex digits, got \"", text, "\""));
+  }
+  if (node["clique_id"]) {
+    GPUOP_ASSIGN_OR_RETURN(fabric.clique_id,
+                           ReadUint(node["clique_id"], ChildPath(path, "clique_id")));
+  }
+  if (node["state"]) {
+    static constexpr std::pair<absl::string_view, unsigned char> kStates[] = {
+        {"not_started", NVML_GPU_FABRIC_STATE_NOT_STARTED},
+        {"in_progress", NVML_GPU_FABRIC_STATE_IN_PROGRESS},
+        {"completed", NVML_GPU_FABRIC_STATE_COMPLETED}};
+    GPUOP_ASSIGN_OR_RETURN(const std::string state,
+                           ReadString(node["state"], ChildPath(path, "state")));
+    auto it = std::find_if(std::begin(kStates), std::end(kStates),
+                           [&](const auto& entry) { return entry.first == state; });
+    if (it == std::end(kStates)) {
+      return FieldError(ChildPath(path, "state"), "expected not_started, in_progress or completed");
+    }
+    fabric.state = it->second;
+  }
+  return fabric;
 }
 
 absl::StatusOr<PciAddress> ReadBusId(const YAML::Node& node, absl::string_view path) {
@@ -218,6 +261,7 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
                                    "mig_mode",
                                    "mig_instances",
                                    "nvlink",
+                                   "fabric",
                                    "processes",
                                    "telemetry"}));
   for (const char* key : {"name", "pci_bus_id", "pci_device_id", "architecture",
@@ -286,6 +330,9 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
   if (node["ecc"]) GPUOP_RETURN_IF_ERROR(ReadEcc(node["ecc"], at("ecc"), gpu));
   if (node["mig"]) {
     GPUOP_ASSIGN_OR_RETURN(gpu.mig, ReadMigSpec(node["mig"], at("mig")));
+  }
+  if (node["fabric"]) {
+    GPUOP_ASSIGN_OR_RETURN(gpu.fabric, ReadFabric(node["fabric"], at("fabric")));
   }
   if (node["mig_mode"]) {
     GPUOP_ASSIGN_OR_RETURN(const std::string mode, ReadString(node["mig_mode"], at("mig_mode")));

@@ -35,6 +35,14 @@ void FakeSysfs::SetAmdgpuVersion(const std::string& version) {
   }
 }
 
+void FakeSysfs::SetAmdgpuSrcVersion(const std::string& srcversion) {
+  if (srcversion.empty()) {
+    Remove("module/amdgpu/srcversion");
+  } else {
+    WriteFile("module/amdgpu/srcversion", srcversion + "\n");
+  }
+}
+
 void FakeSysfs::AddAmdGpu(const FakeAmdGpu& gpu) { AddAmdGpus({gpu}); }
 
 void FakeSysfs::AddAmdGpus(const std::vector<FakeAmdGpu>& gpus) {
@@ -67,6 +75,12 @@ void FakeSysfs::WriteAmdGpu(const FakeAmdGpu& original) {
   }
   if (!gpu.memory_partition.empty()) {
     Write(dir / "current_memory_partition", gpu.memory_partition + "\n");
+  }
+  if (!gpu.available_compute_partitions.empty()) {
+    Write(dir / "available_compute_partition", gpu.available_compute_partitions + "\n");
+  }
+  if (!gpu.available_memory_partitions.empty()) {
+    Write(dir / "available_memory_partition", gpu.available_memory_partitions + "\n");
   }
   if (gpu.ras_ce || gpu.ras_ue) {
     Write(dir / "ras/umc_err_count",

@@ -68,6 +68,10 @@ struct FakeAmdGpu {
   std::optional<uint64_t> ras_ce, ras_ue;  // ras/umc_err_count when RAS is on
   std::string compute_partition;           // "SPX" (MI300 class); "" leaves the file out
   std::string memory_partition;            // "NPS1"
+  // available_compute_partition / available_memory_partition: the modes the GPU can switch to
+  // ("SPX, DPX, QPX, CPX"); "" leaves the file out, as on GPUs without partitioning.
+  std::string available_compute_partitions;
+  std::string available_memory_partitions;
   FakeAmdHwmon hwmon_values;
   // KFD topology node.
   int kfd_node = 1;  // CPU nodes come first
@@ -116,6 +120,8 @@ class FakeSysfs {
   void AddKfdCpuNode(const FakeKfdCpuNode& node);
   // /sys/module/amdgpu/version; "" removes it (an in-tree driver has none).
   void SetAmdgpuVersion(const std::string& version);
+  // /sys/module/amdgpu/srcversion, the checksum of the module's sources; "" removes it.
+  void SetAmdgpuSrcVersion(const std::string& srcversion);
 
   // Raw access for cases the builders do not cover (malformed files, extra attributes).
   // Paths are relative to the root ("bus/pci/devices/0000:17:00.0/class").

@@ -91,6 +91,8 @@ FakeAmdGpu Mi300xGpu(int i) {
       .ras_ue = 0,
       .compute_partition = "SPX",
       .memory_partition = "NPS1",
+      .available_compute_partitions = "SPX, DPX, QPX, CPX",
+      .available_memory_partitions = "NPS1, NPS4",
       .hwmon_values = {.junction_mc = 42000 + 1000 * k,
                        .mem_mc = 36000 + 1000 * k,
                        .power_input_uw = 140000000 + 1000000 * static_cast<uint64_t>(i),
@@ -196,6 +198,7 @@ FakeSysfs Mi300xNode(const std::filesystem::path& root) {
   }
   sysfs.AddAmdGpus(gpus);
   sysfs.SetAmdgpuVersion("6.10.5");
+  sysfs.SetAmdgpuSrcVersion("A1C35B0E7F2D9E4C6B8D0F1");
   return sysfs;
 }
 
