@@ -395,11 +395,10 @@ TEST_F(NodeE2ETest, APluginSocketDeletedOnALiveKubeletComesBackAndStays) {
   ASSERT_TRUE(fs::exists(socket)) << socket;
   const absl::Time deleted = absl::Now();
   fs::remove(socket);
-  ASSERT_TRUE(AwaitDone("the plugin socket served again", absl::Seconds(30),
-                        [&]() -> absl::StatusOr<std::string> {
-                          return fs::exists(socket) ? "" : "absent";
-                        })
-                  .ok());
+  ASSERT_TRUE(
+      AwaitDone("the plugin socket served again", absl::Seconds(30),
+                [&]() -> absl::StatusOr<std::string> { return fs::exists(socket) ? "" : "absent"; })
+          .ok());
   const absl::Duration served = absl::Now() - deleted;
   EXPECT_TRUE(AwaitAllocatable(absl::Minutes(1)).ok());
   // Two node status updates later the GPUs are still there.
@@ -409,9 +408,10 @@ TEST_F(NodeE2ETest, APluginSocketDeletedOnALiveKubeletComesBackAndStays) {
   EXPECT_EQ(Allocatable(*node, "nvidia.com/gpu"), "8");
   // The Node may not show the dip to 0 (its status is written every 10 s): what counts is that
   // the count holds after the re-registration.
-  std::printf("[node] plugin socket deleted on a live kubelet -> served again after %s, "
-              "nvidia.com/gpu: 8 allocatable 21 s later\n",
-              absl::FormatDuration(served).c_str());
+  std::printf(
+      "[node] plugin socket deleted on a live kubelet -> served again after %s, "
+      "nvidia.com/gpu: 8 allocatable 21 s later\n",
+      absl::FormatDuration(served).c_str());
 }
 
 TEST_F(NodeE2ETest, AfterAContainerdRestartRunningPodsKeepRunning) {

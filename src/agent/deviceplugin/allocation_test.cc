@@ -96,9 +96,9 @@ TEST(PreferredAllocationTest, AnNvSwitchBoardKeepsASetOnOneSocket) {
 
 TEST(PreferredAllocationTest, MustIncludeSteersTheIsland) {
   const auto gpus = TwoIslands();
-  std::vector<std::string> ids = PreferredAllocation(Whole(gpus), Topology(gpus),
-                                 {"GPU-0", "GPU-1", "GPU-2", "GPU-4", "GPU-5", "GPU-6", "GPU-7"},
-                                 {"GPU-1"}, 3);
+  std::vector<std::string> ids = PreferredAllocation(
+      Whole(gpus), Topology(gpus), {"GPU-0", "GPU-1", "GPU-2", "GPU-4", "GPU-5", "GPU-6", "GPU-7"},
+      {"GPU-1"}, 3);
   EXPECT_EQ(GpusOf(ids), (std::set<int>{0, 1, 2}));
 }
 

@@ -1,7 +1,7 @@
 #include "agent/deviceplugin/manager.h"
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <poll.h>
@@ -84,10 +84,10 @@ absl::Status DevicePluginManager::Apply(const ResourcePlan& plan, const Allocate
     for (const auto& [resource, devices] : plan.resources) {
       Entry& entry = entries_[resource];
       if (entry.server == nullptr) {
-        entry.server = std::make_shared<ResourceServer>(
-            ResourceServerOptions{.resource = resource,
-                                  .plugin_dir = options_.plugin_dir,
-                                  .on_stream_end = [this] { Wake(); }});
+        entry.server = std::make_shared<ResourceServer>(ResourceServerOptions{
+            .resource = resource, .plugin_dir = options_.plugin_dir, .on_stream_end = [this] {
+              Wake();
+            }});
         status.Update(entry.server->Start());
       }
       entry.server->SetSettings(settings);

@@ -194,12 +194,13 @@ TEST_F(FakeKubeletAllocationTest, ThePluginIsAskedOnlyWithAChoiceAndWithCandidat
   }
   EXPECT_GT(orders.size(), 1u);
   // Exactly as many free as asked: no choice, no call.
-  ASSERT_TRUE(
-      kubelet_
-          ->AllocatePod(
-              {.pod_namespace = "default", .pod_name = "all", .container = "c", .resource = kGpu,
-               .count = 4})
-          .ok());
+  ASSERT_TRUE(kubelet_
+                  ->AllocatePod({.pod_namespace = "default",
+                                 .pod_name = "all",
+                                 .container = "c",
+                                 .resource = kGpu,
+                                 .count = 4})
+                  .ok());
   EXPECT_EQ(plugin->preferred_requests().size(), 12u);
 }
 
@@ -218,8 +219,7 @@ TEST_F(FakeKubeletAllocationTest, PreStartContainerRunsAtEveryStartOfTheContaine
   ASSERT_EQ(plugin->pre_start_requests().size(), 2u);
   EXPECT_EQ(Ids(plugin->pre_start_requests()[1].devices_ids()),
             Ids(plugin->pre_start_requests()[0].devices_ids()));
-  EXPECT_EQ(kubelet_->StartContainer("ml", "train", "sidecar").code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(kubelet_->StartContainer("ml", "train", "sidecar").code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(kubelet_->StartContainer("ml", "absent", "main").code(), absl::StatusCode::kNotFound);
 }
 

@@ -1,8 +1,8 @@
 // Calls into plugins, the device allocator and the PodResources service of the fake kubelet.
 
 #include <algorithm>
-#include <random>
 #include <map>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -215,8 +215,7 @@ absl::StatusOr<PodAllocation> FakeKubelet::AllocatePod(const PodDeviceRequest& r
 }
 
 absl::Status FakeKubelet::StartContainer(absl::string_view pod_namespace,
-                                         absl::string_view pod_name,
-                                         absl::string_view container) {
+                                         absl::string_view pod_name, absl::string_view container) {
   const std::string what =
       absl::StrCat("start container ", container, " of pod ", pod_namespace, "/", pod_name);
   std::vector<std::pair<std::string, std::vector<std::string>>> held;
@@ -224,9 +223,11 @@ absl::Status FakeKubelet::StartContainer(absl::string_view pod_namespace,
     absl::MutexLock lock(&mu_);
     auto pod = pods_.find(PodKey{std::string(pod_namespace), std::string(pod_name)});
     if (pod == pods_.end()) return absl::NotFoundError(what + ": the pod is unknown");
-    auto record = std::find_if(pod->second.begin(), pod->second.end(),
-                               [container](const ContainerRecord& c) { return c.name == container; });
-    if (record == pod->second.end()) return absl::NotFoundError(what + ": the container is unknown");
+    auto record =
+        std::find_if(pod->second.begin(), pod->second.end(),
+                     [container](const ContainerRecord& c) { return c.name == container; });
+    if (record == pod->second.end())
+      return absl::NotFoundError(what + ": the container is unknown");
     for (const ContainerDevices& devices : record->devices) {
       std::vector<std::string> ids;
       for (const KubeletDevice& device : devices.devices) ids.push_back(device.id);
