@@ -39,6 +39,15 @@ class FakeKubeletAllocationTest : public FakeKubeletTestBase {
     return plugin;
   }
 
+  absl::StatusOr<PodAllocation> Admit(const std::string& ns, const std::string& pod,
+                                      const std::string& container, int count) {
+    return kubelet_->AllocatePod({.pod_namespace = ns,
+                                  .pod_name = pod,
+                                  .container = container,
+                                  .resource = kGpu,
+                                  .count = count});
+  }
+
   v1::ListPodResourcesResponse List() {
     v1::ListPodResourcesResponse response;
     grpc::ClientContext context;
@@ -177,13 +186,7 @@ TEST_F(FakeKubeletAllocationTest, ThePluginIsAskedOnlyWithAChoiceAndWithCandidat
   std::set<std::vector<std::string>> orders;
   for (int i = 0; i < 12; ++i) {
     const std::string pod = absl::StrCat("p", i);
-    ASSERT_TRUE(kubelet_
-                    ->AllocatePod({.pod_namespace = "default",
-                                   .pod_name = pod,
-                                   .container = "c",
-                                   .resource = kGpu,
-                                   .count = 1})
-                    .ok());
+    ASSERT_TRUE(Admit("default", pod, "c", 1).ok());
     const auto requests = plugin->preferred_requests();
     ASSERT_EQ(requests.size(), static_cast<size_t>(i + 1));
     const auto& request = requests.back().container_requests(0);
@@ -194,26 +197,14 @@ TEST_F(FakeKubeletAllocationTest, ThePluginIsAskedOnlyWithAChoiceAndWithCandidat
   }
   EXPECT_GT(orders.size(), 1u);
   // Exactly as many free as asked: no choice, no call.
-  ASSERT_TRUE(kubelet_
-                  ->AllocatePod({.pod_namespace = "default",
-                                 .pod_name = "all",
-                                 .container = "c",
-                                 .resource = kGpu,
-                                 .count = 4})
-                  .ok());
+  ASSERT_TRUE(Admit("default", "all", "c", 4).ok());
   EXPECT_EQ(plugin->preferred_requests().size(), 12u);
 }
 
 TEST_F(FakeKubeletAllocationTest, PreStartContainerRunsAtEveryStartOfTheContainer) {
   StartKubelet();
   auto plugin = RegisterPlugin(false, true);
-  ASSERT_TRUE(kubelet_
-                  ->AllocatePod({.pod_namespace = "ml",
-                                 .pod_name = "train",
-                                 .container = "main",
-                                 .resource = kGpu,
-                                 .count = 2})
-                  .ok());
+  ASSERT_TRUE(Admit("ml", "train", "main", 2).ok());
   ASSERT_EQ(plugin->pre_start_requests().size(), 1u);
   GPUOP_ASSERT_OK(kubelet_->StartContainer("ml", "train", "main"));  // a restart
   ASSERT_EQ(plugin->pre_start_requests().size(), 2u);
