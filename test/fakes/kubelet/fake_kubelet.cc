@@ -318,7 +318,7 @@ void FakeKubelet::Watch(std::stop_token stop, std::string resource, Endpoint* en
     PatchNode(resource);
   }
   (void)reader->Finish();
-  if (EndStream(resource, endpoint)) PatchNode(resource);
+  if (EndStream(resource)) PatchNode(resource);
   endpoint->done.store(true);
 }
 
@@ -351,7 +351,7 @@ bool FakeKubelet::ApplyDeviceList(absl::string_view resource, const Endpoint* en
 
 // The kubelet's answer to the end of any stream of the resource: it disconnects whichever
 // registration is current, even when the stream that ended belongs to a replaced one.
-bool FakeKubelet::EndStream(absl::string_view resource, const Endpoint*) {
+bool FakeKubelet::EndStream(absl::string_view resource) {
   absl::MutexLock lock(&mu_);
   auto it = resources_.find(resource);
   if (it == resources_.end()) return false;

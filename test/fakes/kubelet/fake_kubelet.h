@@ -266,7 +266,7 @@ class FakeKubelet {
   void Watch(std::stop_token stop, std::string resource, Endpoint* endpoint);
   bool ApplyDeviceList(absl::string_view resource, const Endpoint* endpoint,
                        const v1beta1::ListAndWatchResponse& response);
-  bool EndStream(absl::string_view resource, const Endpoint* endpoint);
+  bool EndStream(absl::string_view resource);
   // Disconnects the current registration; with mu_ held, so it only asks its watcher to stop.
   bool DisconnectLocked(ResourceState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Stops and joins an endpoint's stream. Called without mu_, by whoever removed it.

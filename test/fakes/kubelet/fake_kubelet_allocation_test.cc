@@ -56,6 +56,15 @@ class FakeKubeletAllocationTest : public FakeKubeletTestBase {
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response;
   }
+
+  v1::AllocatableResourcesResponse AllocatableResources() {
+    v1::AllocatableResourcesResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status = PodResourcesClient()->GetAllocatableResources(
+        &context, v1::AllocatableResourcesRequest(), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
 };
 
 TEST_F(FakeKubeletAllocationTest, AllocateRoundTrip) {
@@ -164,12 +173,7 @@ TEST_F(FakeKubeletAllocationTest, AllocatorTakesThePluginsPreferenceAndReportsPo
   EXPECT_EQ(absent.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(absent.error_message(), HasSubstr("pod absent in namespace ml not found"));
 
-  v1::AllocatableResourcesResponse allocatable;
-  grpc::ClientContext allocatable_context;
-  ASSERT_TRUE(PodResourcesClient()
-                  ->GetAllocatableResources(&allocatable_context, v1::AllocatableResourcesRequest(),
-                                            &allocatable)
-                  .ok());
+  const v1::AllocatableResourcesResponse allocatable = AllocatableResources();
   ASSERT_EQ(allocatable.devices_size(), 4);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(allocatable.devices(i).resource_name(), kGpu);
@@ -221,12 +225,7 @@ TEST_F(FakeKubeletAllocationTest, AllocatorSkipsUnhealthyAndHeldDevicesAndReleas
   GPUOP_ASSERT_OK(plugin->Register(kubelet_->registration_socket()));
   GPUOP_ASSERT_OK(kubelet_->WaitForHealthyDevices(kGpu, 2, kWait));
   // PodResources' allocatable devices are the healthy ones.
-  v1::AllocatableResourcesResponse allocatable;
-  grpc::ClientContext allocatable_context;
-  ASSERT_TRUE(PodResourcesClient()
-                  ->GetAllocatableResources(&allocatable_context, v1::AllocatableResourcesRequest(),
-                                            &allocatable)
-                  .ok());
+  const v1::AllocatableResourcesResponse allocatable = AllocatableResources();
   ASSERT_EQ(allocatable.devices_size(), 2);
   EXPECT_THAT(Ids(allocatable.devices(1).device_ids()), ElementsAre("gpu-2"));
   const auto request = [](const std::string& pod, int count) {
