@@ -158,7 +158,9 @@ INSTANTIATE_TEST_SUITE_P(
                                        absl::StrCat("\nversion = 3\n", kImportsLine)},
                       ContainerdSample{
                           "imports", "containerd_imports.toml", "registry.toml\",",
-                          "registry.toml\", \"/etc/containerd/conf.d/99-gpuop*.toml\""}),
+                          "registry.toml\", \"/etc/containerd/conf.d/99-gpuop*.toml\""},
+                      ContainerdSample{"v1", "containerd_v1.toml", "\nroot =",
+                                       absl::StrCat("\n", kImportsLine, "root =")}),
     [](const ::testing::TestParamInfo<ContainerdSample>& param) { return param.param.name; });
 
 TEST_F(RuntimeConfiguratorTest, RefusedConfigsAreLeftUntouched) {
@@ -167,7 +169,6 @@ TEST_F(RuntimeConfiguratorTest, RefusedConfigsAreLeftUntouched) {
     std::string message;
   };
   for (const Case& c : std::vector<Case>{
-           {"containerd_v1.toml", "/etc/containerd/config.toml: no `version`"},
            {"containerd_malformed.toml", "/etc/containerd/config.toml:6:47: invalid"}}) {
     TempRoot root;
     RecordingRestarter restarter;
@@ -213,11 +214,33 @@ TEST_F(RuntimeConfiguratorTest, ExistingGlobImportMeansNoEditToTheMainFile) {
   EXPECT_EQ(restarter_.calls.size(), 2u);
 }
 
-TEST_F(RuntimeConfiguratorTest, MissingContainerdConfigIsRefused) {
-  const absl::StatusOr<ChangeReport> result = Configure(Runtime::kContainerd);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(Message(result.status()), HasSubstr("/etc/containerd/config.toml does not exist"));
-  EXPECT_FALSE(root_.Exists(kContainerdDropInPath));
+TEST_F(RuntimeConfiguratorTest, WithoutAMainFileOneIsCreatedAndUnconfigureRemovesIt) {
+  // containerd runs with its built-in defaults on such a node (Debian's and Ubuntu's packages
+  // install none): gpuop creates the main file that imports its drop-in, and nothing else.
+  const std::string before = root_.Snapshot();
+  EXPECT_THAT(States(Status(Runtime::kContainerd)),
+              ElementsAre(FileState::kNotConfigured, FileState::kNotConfigured));
+  const absl::StatusOr<ChangeReport> first = Configure(Runtime::kContainerd);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->Summary(),
+            "containerd: wrote /etc/containerd/conf.d/99-gpuop.toml, created "
+            "/etc/containerd/config.toml; restarted containerd (test)");
+  EXPECT_EQ(root_.Get(kContainerdConfigPath), NewContainerdConfig());
+  EXPECT_EQ(root_.Get(kContainerdDropInPath),
+            RenderContainerdDropIn(NewContainerdConfig(), {}, GpuOptions()).value_or(""));
+  EXPECT_TRUE(root_.Exists("/etc/containerd/config.toml.gpuop-created"));
+  EXPECT_THAT(States(Status(Runtime::kContainerd)),
+              ElementsAre(FileState::kConfigured, FileState::kConfigured));
+  const absl::StatusOr<ChangeReport> second = Configure(Runtime::kContainerd);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->Changed());
+
+  const absl::StatusOr<ChangeReport> undone = Unconfigure(Runtime::kContainerd);
+  ASSERT_TRUE(undone.ok()) << undone.status();
+  EXPECT_EQ(undone->Summary(),
+            "containerd: removed /etc/containerd/config.toml, removed "
+            "/etc/containerd/conf.d/99-gpuop.toml; restarted containerd (test)");
+  EXPECT_EQ(root_.Snapshot(), before);
 }
 
 TEST_F(RuntimeConfiguratorTest, SymlinkedConfigIsRefused) {

@@ -18,8 +18,15 @@ constexpr char kRuncType[] = "io.containerd.runc.v2";
 constexpr char kDropInHeader[] =
     "# Written by gpuop-agent (`gpuop-agent runtime configure`); removed by `gpuop-agent runtime\n"
     "# unconfigure`. Regenerated from /etc/containerd/config.toml and the files it imports: edit\n"
-    "# those, not this file. It holds the whole CRI plugin table because containerd before 2.1\n"
+    "# those, not this file. It holds the whole CRI plugin table because containerd 1.x\n"
     "# replaces a plugin's table per file instead of merging it.\n\n";
+
+constexpr char kNewMainConfig[] =
+    "# Created by gpuop-agent (`gpuop-agent runtime configure`) on a node without a containerd\n"
+    "# configuration, where containerd ran with its built-in defaults; this file keeps them and\n"
+    "# only imports gpuop's drop-in. Version 2 is read by containerd 1.7 and 2.x alike.\n"
+    "# `gpuop-agent runtime unconfigure` removes it again.\n"
+    "version = 2\n";
 
 constexpr char kMinimalDropInHeader[] =
     "# Written by gpuop-agent (`gpuop-agent runtime configure`); removed by `gpuop-agent runtime\n"
@@ -30,23 +37,24 @@ constexpr char kMinimalDropInHeader[] =
 absl::Status Unsupported(const fs::path& file, absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(
       file.string(), ": ", what,
-      "; gpuop configures containerd 2.x configurations (version 2, 3 or 4) only and leaves this "
-      "file as it is"));
+      "; gpuop configures containerd configurations of version 1 to 4 only and leaves this file "
+      "as it is"));
 }
 
 absl::StatusOr<ContainerdConfig> Inspect(const toml::table& table, const fs::path& file) {
-  const toml::node* version = table.get("version");
-  if (version == nullptr) {
-    return Unsupported(file, "no `version`: this is a containerd 1.x (version 1) configuration");
-  }
-  GPUOP_RETURN_IF_ERROR(ExpectType(version, toml::node_type::integer, file, "version"));
   ContainerdConfig config;
-  config.version = version->as_integer()->get();
-  if (config.version == 1) {
-    return Unsupported(absl::StrCat(Where(file, *version)),
-                       "version 1 is a containerd 1.x configuration");
+  const toml::node* version = table.get("version");
+  GPUOP_RETURN_IF_ERROR(ExpectType(version, toml::node_type::integer, file, "version"));
+  if (version != nullptr) {
+    config.version_written = true;
+    config.version = version->as_integer()->get();
   }
-  if (config.version == 2) {
+  // containerd treats a missing version and version 0 as version 1 (1.x reads it as such, 2.x
+  // migrates it to the current version on every start).
+  if (config.version == 0) config.version = 1;
+  if (config.version == 1) {
+    config.cri_plugin = "cri";
+  } else if (config.version == 2) {
     config.cri_plugin = "io.containerd.grpc.v1.cri";
   } else if (config.version == 3 || config.version == 4) {
     config.cri_plugin = "io.containerd.cri.v1.runtime";
@@ -80,6 +88,16 @@ absl::StatusOr<ContainerdConfig> Inspect(const toml::table& table, const fs::pat
     GPUOP_RETURN_IF_ERROR(ExpectType(plugins->as_table()->get(config.cri_plugin),
                                      toml::node_type::table, file,
                                      KeyPath({"plugins", config.cri_plugin})));
+    // containerd 1.x looks a version 1 file's plugins up by their short ID only.
+    constexpr char kVersion2Cri[] = "io.containerd.grpc.v1.cri";
+    if (const toml::node* cri = plugins->as_table()->get(kVersion2Cri);
+        config.version == 1 && cri != nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Where(file, *cri), ": ", KeyPath({"plugins", kVersion2Cri}),
+          " in a version 1 configuration, where containerd 1.x reads the CRI plugin's settings "
+          "from plugins.cri only; add `version = 2` at the top or rename the table to "
+          "plugins.cri"));
+    }
   }
   return config;
 }
@@ -165,8 +183,11 @@ toml::array MergedCdiSpecDirs(const toml::table& cri, const Options& options) {
 }
 
 // Applies `options` to the CRI plugin table `cri` (whose key path is `cri_path`).
+// `explicit_runc`: write containerd's built-in runc entry out when the handler is added and no
+// file defines runc (the whole-table drop-ins of versions 1 and 2).
 absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const Options& options,
-                          const fs::path& file, std::vector<std::string>* notes) {
+                          bool explicit_runc, const fs::path& file,
+                          std::vector<std::string>* notes) {
   if (options.enable_cdi) {
     GPUOP_RETURN_IF_ERROR(ExpectType(cri.get("enable_cdi"), toml::node_type::boolean, file,
                                      absl::StrCat(cri_path, ".enable_cdi")));
@@ -205,6 +226,13 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
     }
     GPUOP_ASSIGN_OR_RETURN(const toml::table* base,
                            BaseRuntime(*runtimes, default_name, options, file, runtimes_path));
+    if (explicit_runc && default_name == "runc" && runtimes->get("runc") == nullptr) {
+      // containerd's built-in runc entry, written out: containerd 1.x decodes a file's runtimes
+      // over the built-in ones, and a runtimes table without runc could lose it there.
+      toml::table runc;
+      runc.insert("runtime_type", kRuncType);
+      runtimes->insert("runc", std::move(runc));
+    }
     toml::table entry = base != nullptr ? *base : toml::table{};
     entry.insert_or_assign("runtime_type", kRuncType);
     GPUOP_ASSIGN_OR_RETURN(toml::table * runtime_options,
@@ -216,13 +244,6 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
     containerd->insert_or_assign("default_runtime_name", options.runtime_name);
   }
   return absl::OkStatus();
-}
-
-absl::Status MissingMain() {
-  return absl::FailedPreconditionError(absl::StrCat(
-      kContainerdConfigPath,
-      " does not exist; gpuop needs containerd's main configuration to know its version and the "
-      "CRI settings to keep (write one with `containerd config default`)"));
 }
 
 }  // namespace
@@ -259,20 +280,24 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
     GPUOP_RETURN_IF_ERROR(CheckCriTypes(*plugin->as_table(), file.path, cri_path));
     DeepMerge(cri, *plugin->as_table());
   }
-  const toml::table node_cri = cri;
-  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, main_file, notes));
-
   // Version 3 and later are read by containerd 2.x only, which merges an import into the main
   // file key by key (containerd PR #9982, in 2.0): the drop-in holds only gpuop's changes, so a
-  // later edit of the main file shows through. Version 2 may be read by containerd 1.x, which
-  // replaces the CRI plugin's tables per file: there it holds the whole table.
+  // later edit of the main file shows through. Versions 1 and 2 may be read by containerd 1.x,
+  // which replaces the CRI plugin's table per file: there it holds the whole table.
   const bool minimal = config.version >= 3;
+  const toml::table node_cri = cri;
+  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, /*explicit_runc=*/!minimal, main_file,
+                                     notes));
   toml::table plugins;
   plugins.insert(config.cri_plugin, minimal ? DeepDiff(cri, node_cri) : std::move(cri));
   toml::table drop_in;
-  drop_in.insert("version", config.version);
+  if (config.version_written) drop_in.insert("version", config.version);
   drop_in.insert("plugins", std::move(plugins));
   return absl::StrCat(minimal ? kMinimalDropInHeader : kDropInHeader, FormatToml(drop_in));
+}
+
+std::string NewContainerdConfig() {
+  return absl::StrCat(kNewMainConfig, "imports = [\"", kContainerdImportEntry, "\"]\n");
 }
 
 Plan ContainerdPlan(const HostFiles& files, const Options& options,
@@ -282,9 +307,9 @@ Plan ContainerdPlan(const HostFiles& files, const Options& options,
       .kind = ManagedFile::Kind::kDropIn,
       .desired = [&files, options,
                   notes](const std::optional<std::string>&) -> absl::StatusOr<std::string> {
-        GPUOP_ASSIGN_OR_RETURN(const std::optional<std::string> main,
-                               files.Read(kContainerdConfigPath));
-        if (!main.has_value()) return MissingMain();
+        GPUOP_ASSIGN_OR_RETURN(std::optional<std::string> main, files.Read(kContainerdConfigPath));
+        // The main file is written after the drop-in: until then a node without one has none.
+        if (!main.has_value()) main = NewContainerdConfig();
         GPUOP_ASSIGN_OR_RETURN(const ContainerdConfig config, InspectContainerdConfig(*main));
         std::vector<ImportedFile> imported;
         for (const std::string& entry : config.imports) {
@@ -308,7 +333,7 @@ Plan ContainerdPlan(const HostFiles& files, const Options& options,
       .path = kContainerdConfigPath,
       .kind = ManagedFile::Kind::kEdited,
       .desired = [](const std::optional<std::string>& current) -> absl::StatusOr<std::string> {
-        if (!current.has_value()) return MissingMain();
+        if (!current.has_value()) return NewContainerdConfig();
         return AddContainerdImport(*current);
       },
       .verb = "added imports to",

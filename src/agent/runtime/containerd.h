@@ -33,18 +33,22 @@ inline constexpr const char* kContainerdDefaultCdiSpecDirs[] = {"/etc/cdi", "/va
 
 // What gpuop reads from containerd's main configuration.
 struct ContainerdConfig {
-  int64_t version = 0;  // 2, 3 or 4
-  // The CRI runtime plugin's key under [plugins]: "io.containerd.grpc.v1.cri" for version 2,
-  // "io.containerd.cri.v1.runtime" for 3 and 4.
+  // 1, 2, 3 or 4. A file without `version` (or with 0) is a version 1 file, as containerd reads
+  // it: 1.x natively, 2.x after migrating it on every start.
+  int64_t version = 0;
+  // Whether the file says `version`: the drop-in says it exactly when the main file does.
+  bool version_written = false;
+  // The CRI runtime plugin's key under [plugins]: "cri" (its short ID) for version 1,
+  // "io.containerd.grpc.v1.cri" for 2, "io.containerd.cri.v1.runtime" for 3 and 4.
   std::string cri_plugin;
   std::vector<std::string> imports;  // as written (may be globs, may be relative)
 };
 
 // Parses and checks the main configuration `content` of `file`. FailedPrecondition, naming the
-// file, line and problem, for: invalid TOML; no `version` or version 1 (containerd 1.x, which
-// gpuop refuses rather than guess at); a version other than 2, 3 or 4; a wrong type at a key
+// file, line and problem, for: invalid TOML; a version other than 0 to 4; a wrong type at a key
 // gpuop reads (version, imports, disabled_plugins, plugins, the CRI plugin table); the CRI plugin
-// listed in disabled_plugins.
+// listed in disabled_plugins; a version 1 file that configures the CRI plugin under its version 2
+// name, which containerd 1.x ignores there.
 [[nodiscard]] absl::StatusOr<ContainerdConfig> InspectContainerdConfig(
     absl::string_view content, const std::filesystem::path& file = kContainerdConfigPath);
 
@@ -56,23 +60,33 @@ bool ImportsCover(const std::vector<std::string>& imports, const std::filesystem
 // The main configuration `content` with kContainerdImportEntry appended to its top-level
 // `imports`, or `content` itself when its imports already cover kContainerdDropInPath. The edit
 // is textual and minimal so that comments and layout survive: a new `imports = [...]` line right
-// after the `version` line, or one more element after the last one of an existing array. The
+// after the `version` line (without one, after the comments and blank lines that open the file),
+// or one more element after the last one of an existing array. The
 // result is parsed back and must mean exactly the original plus that one import; otherwise
 // Internal, and nothing to write. Errors as InspectContainerdConfig.
 [[nodiscard]] absl::StatusOr<std::string> AddContainerdImport(
     absl::string_view content, const std::filesystem::path& file = kContainerdConfigPath);
 
+// The main configuration gpuop creates on a node that has none, where containerd runs with its
+// built-in defaults: `version = 2` (which containerd 1.7 and 2.x both read, and which sets no
+// default apart) and the imports entry, nothing else. Unconfigure removes it again.
+std::string NewContainerdConfig();
+
 // gpuop's drop-in for the main configuration `main` and the files it imports. The CRI plugin
 // table is the main file's merged with the imported files' in order, then changed per
 // `options`. For version 3 and later (read by containerd 2.x only, which merges imports key by
 // key since 2.0) the drop-in holds only what gpuop changed (DeepDiff), so later edits of the
-// main file show through; for version 2, which containerd 1.x also reads and which there
-// replaces a plugin's tables per file, it holds the whole table. The changes: enable_cdi, and
+// main file show through; for versions 1 and 2, which containerd 1.x also reads and which there
+// replaces a plugin's table per file, it holds the whole table, and a runtime handler added to
+// it comes with an explicit runc entry (containerd's built-in one) when no file defines runc, so
+// that a containerd that replaces the built-in runtimes with the file's keeps runc. The changes:
+// enable_cdi, and
 // cdi_spec_dirs merged (the files' list, or containerd's default, with the missing directories of
 // options.cdi_spec_dirs appended; never replaced); a runtime entry `runtime_name` copied from the
 // default runc runtime (keeping options such as SystemdCgroup) with options.BinaryName =
 // runtime_binary, unless the files already define a runtime of that name, which is kept as it is
-// (and said in `notes`); default_runtime_name. The drop-in carries the main file's version. Errors
+// (and said in `notes`); default_runtime_name. The drop-in carries the main file's version
+// (none when the main file says none). Errors
 // as InspectContainerdConfig, for any of the files; InvalidArgument when a runtime is to be added
 // and runtime_binary is empty.
 [[nodiscard]] absl::StatusOr<std::string> RenderContainerdDropIn(

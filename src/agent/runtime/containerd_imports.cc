@@ -4,6 +4,7 @@
 
 #include <fnmatch.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/runtime/containerd.h"
 #include "agent/runtime/toml_util.h"
@@ -111,17 +112,38 @@ absl::Status VerifyEdit(absl::string_view original, absl::string_view edited, co
   return absl::OkStatus();
 }
 
-// A new `imports = [...]` line after the line of the `version` key.
-absl::StatusOr<std::string> InsertImportsLine(absl::string_view content, const toml::node& version,
+// Offset of the first line that is neither blank nor a comment, or the end of `content`.
+size_t AfterOpeningComments(absl::string_view content) {
+  size_t pos = 0;
+  while (pos < content.size()) {
+    const size_t first = content.find_first_not_of(" \t\r", pos);
+    if (first == kNpos) return content.size();
+    if (content[first] != '#' && content[first] != '\n') return pos;
+    const size_t newline = content.find('\n', first);
+    if (newline == kNpos) return content.size();
+    pos = newline + 1;
+  }
+  return pos;
+}
+
+// A new `imports = [...]` line: after the line of the `version` key, or without one (a version 1
+// file) where the file's opening comments end, ahead of any table.
+absl::StatusOr<std::string> InsertImportsLine(absl::string_view content, const toml::node* version,
                                               const fs::path& file, const fs::path& entry) {
-  const std::optional<size_t> line_start = OffsetOf(content, version.source().begin.line, 1);
+  const bool crlf = absl::StrContains(content, "\r\n");
+  const std::string eol = crlf ? "\r\n" : "\n";
+  const std::string line = absl::StrCat("imports = [", Quoted(entry), "]", eol);
+  if (version == nullptr) {
+    size_t at = AfterOpeningComments(content);
+    std::string before(content.substr(0, at));
+    if (!before.empty() && before.back() != '\n') absl::StrAppend(&before, eol);
+    return absl::StrCat(before, line, content.substr(at));
+  }
+  const std::optional<size_t> line_start = OffsetOf(content, version->source().begin.line, 1);
   if (!line_start) return absl::InternalError(absl::StrCat(file.string(), ": version not found"));
   const size_t newline = content.find('\n', *line_start);
-  const bool crlf = newline != kNpos && newline > 0 && content[newline - 1] == '\r';
-  const std::string eol = crlf ? "\r\n" : "\n";
-  const std::string line = absl::StrCat("imports = [", Quoted(entry), "]");
-  if (newline == kNpos) return absl::StrCat(content, eol, line, eol);
-  return absl::StrCat(content.substr(0, newline + 1), line, eol, content.substr(newline + 1));
+  if (newline == kNpos) return absl::StrCat(content, eol, line);
+  return absl::StrCat(content.substr(0, newline + 1), line, content.substr(newline + 1));
 }
 
 // `entry` appended to the existing array `imports`, just after its last element.
@@ -168,7 +190,7 @@ absl::StatusOr<std::string> AddContainerdImport(absl::string_view content, const
   if (const toml::node* imports = table.get("imports"); imports != nullptr) {
     GPUOP_ASSIGN_OR_RETURN(edited, AppendToImports(content, *imports, file, entry));
   } else {
-    GPUOP_ASSIGN_OR_RETURN(edited, InsertImportsLine(content, *table.get("version"), file, entry));
+    GPUOP_ASSIGN_OR_RETURN(edited, InsertImportsLine(content, table.get("version"), file, entry));
   }
   GPUOP_RETURN_IF_ERROR(VerifyEdit(content, edited, file, entry));
   return edited;

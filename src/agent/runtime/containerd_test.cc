@@ -39,6 +39,15 @@ TEST(RuntimeContainerdTest, InspectsSupportedVersions) {
   const absl::StatusOr<ContainerdConfig> v4 = InspectContainerdConfig("version = 4\n");
   ASSERT_TRUE(v4.ok()) << v4.status();
   EXPECT_EQ(v4->cri_plugin, "io.containerd.cri.v1.runtime");
+  // Without `version`, or with 0 or 1: version 1, whose plugins go by their short IDs.
+  for (const std::string content : {Testdata("containerd_v1.toml"), std::string(),
+                                    std::string("version = 0\n"), std::string("version = 1\n")}) {
+    const absl::StatusOr<ContainerdConfig> v1 = InspectContainerdConfig(content);
+    ASSERT_TRUE(v1.ok()) << content << ": " << v1.status();
+    EXPECT_EQ(v1->version, 1);
+    EXPECT_EQ(v1->version_written, !content.empty() && content[0] == 'v');
+    EXPECT_EQ(v1->cri_plugin, "cri");
+  }
 }
 
 TEST(RuntimeContainerdTest, RefusesWhatItDoesNotSupport) {
@@ -47,11 +56,14 @@ TEST(RuntimeContainerdTest, RefusesWhatItDoesNotSupport) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {Testdata("containerd_v1.toml"),
-       "/etc/containerd/config.toml: no `version`: this is a "
-       "containerd 1.x (version 1) configuration"},
-      {"version = 1\n", "/etc/containerd/config.toml:1:11: version 1 is a containerd 1.x"},
-      {"version = 5\n", "version 5 is not a known config version"},
+      {"version = 5\n", "/etc/containerd/config.toml:1:11: version 5 is not a known config"},
+      {"version = -1\n", "version -1 is not a known config version"},
+      {"disabled_plugins = [\"cri\"]\n", "disabled_plugins turns off the CRI plugin (\"cri\")"},
+      {"[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = true\n",
+       "plugins.\"io.containerd.grpc.v1.cri\" in a version 1 "
+       "configuration, where containerd 1.x reads the CRI plugin's settings from plugins.cri "
+       "only"},
+      {"[plugins]\ncri = 1\n", "plugins.cri is an integer, expected a table"},
       {"\nversion = \"2\"\n",
        "/etc/containerd/config.toml:2:11: version is a string, expected "
        "an integer"},
@@ -130,6 +142,32 @@ TEST(RuntimeContainerdTest, ImportsEditsAreMinimal) {
   }
 }
 
+TEST(RuntimeContainerdTest, AVersion1FileGetsItsImportsAheadOfItsTables) {
+  // Top-level keys must come before the first table: after the opening comments, before the
+  // first key or table.
+  const std::string line = absl::StrCat(kImportsLine, "\n");
+  const std::string original = Testdata("containerd_v1.toml");
+  absl::StatusOr<std::string> edited = AddContainerdImport(original);
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  EXPECT_EQ(*edited, absl::StrReplaceAll(original, {{"\nroot =", absl::StrCat("\n", line,
+                                                                               "root =")}}));
+  struct Case {
+    std::string before;
+    std::string after;
+  };
+  const std::vector<Case> cases = {
+      {"", line},
+      {"# only a comment", "# only a comment\n" + line},
+      {"\n  # indented\n\n[plugins.cri]\n", "\n  # indented\n\n" + line + "[plugins.cri]\n"},
+      {"root = \"/r\"\r\n", absl::StrCat(kImportsLine, "\r\nroot = \"/r\"\r\n")},
+  };
+  for (const Case& c : cases) {
+    edited = AddContainerdImport(c.before);
+    ASSERT_TRUE(edited.ok()) << c.before << ": " << edited.status();
+    EXPECT_EQ(*edited, c.after);
+  }
+}
+
 TEST(RuntimeContainerdTest, CoveredImportsLeaveTheFileAlone) {
   for (const std::string imports :
        {"[\"/etc/containerd/conf.d/*.toml\"]", "[\"conf.d/*.toml\"]", "[\"./conf.d/99-*.toml\"]",
@@ -174,6 +212,51 @@ TEST(RuntimeContainerdTest, RendersTheV2DropIn) {
   EXPECT_EQ(table["plugins"].as_table()->size(), 1u);
   EXPECT_FALSE(table.contains("grpc"));
   EXPECT_FALSE(table.contains("root"));
+}
+
+TEST(RuntimeContainerdTest, RendersTheV1DropIn) {
+  const absl::StatusOr<std::string> drop_in =
+      RenderContainerdDropIn(Testdata("containerd_v1.toml"), {}, RuntimeOptions());
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  ExpectGolden(*drop_in, "containerd_v1_dropin.toml");
+
+  // No version, as in the main file, so that both are read as version 1; the CRI plugin under
+  // its short ID, with the whole table.
+  const toml::table table = Parse(*drop_in);
+  EXPECT_FALSE(table.contains("version"));
+  const auto cri = table["plugins"]["cri"];
+  EXPECT_EQ(cri["sandbox_image"].value<std::string>(), "k8s.gcr.io/pause:3.2");
+  EXPECT_EQ(cri["containerd"]["snapshotter"].value<std::string>(), "overlayfs");
+  EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  const auto runtimes = cri["containerd"]["runtimes"];
+  EXPECT_EQ(runtimes["nvidia"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
+  // No file defines runc: containerd's built-in entry is written out next to the handler.
+  ASSERT_TRUE(runtimes["runc"].is_table());
+  EXPECT_EQ(*runtimes["runc"].as_table(), (toml::table{{"runtime_type", "io.containerd.runc.v2"}}));
+  EXPECT_FALSE(table["plugins"]["io.containerd.grpc.v1.cri"]);
+
+  const absl::StatusOr<std::string> explicit_one =
+      RenderContainerdDropIn("version = 1\n", {}, RuntimeOptions());
+  ASSERT_TRUE(explicit_one.ok()) << explicit_one.status();
+  EXPECT_EQ(Parse(*explicit_one)["version"].value<int64_t>(), 1);
+}
+
+TEST(RuntimeContainerdTest, TheNewMainFileKeepsContainerdsDefaults) {
+  // Nothing but the version both 1.7 and 2.x read and the import: no default is set apart.
+  const std::string created = NewContainerdConfig();
+  const toml::table table = Parse(created);
+  EXPECT_EQ(table, (toml::table{{"version", 2},
+                                {"imports", toml::array{"/etc/containerd/conf.d/99-gpuop*.toml"}}}));
+  EXPECT_EQ(AddContainerdImport(created).value_or(""), created);
+  const absl::StatusOr<std::string> drop_in =
+      RenderContainerdDropIn(created, {}, RuntimeOptions());
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const auto cri = Parse(*drop_in)["plugins"]["io.containerd.grpc.v1.cri"];
+  EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  EXPECT_EQ(*cri["cdi_spec_dirs"].as_array(), (toml::array{"/etc/cdi", "/var/run/cdi"}));
+  EXPECT_EQ(cri["containerd"]["runtimes"]["runc"]["runtime_type"].value<std::string>(),
+            "io.containerd.runc.v2");
+  EXPECT_TRUE(cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"].is_string());
 }
 
 TEST(RuntimeContainerdTest, RendersTheV3DropIn) {
