@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "agent/runtime/configurator.h"
+#include "agent/runtime/containerd_version.h"
 #include "agent/runtime/detect.h"
 #include "agent/runtime/restart.h"
 #include "cmd/gpuop-agent/commands.h"
@@ -40,6 +41,24 @@ agent::runtime::Runtime Choose(const RuntimeFlags& flags) {
   return *detection->runtime;
 }
 
+// The options with what only the running runtime can tell: for containerd, its major version.
+// Unknown when containerd does not answer (it may be down): the renderers then write what every
+// version reads, or refuse.
+agent::runtime::Options ForRuntime(const RuntimeFlags& flags, agent::runtime::Runtime runtime) {
+  agent::runtime::Options options = flags.options;
+  if (runtime != agent::runtime::Runtime::kContainerd || options.containerd_major != 0) {
+    return options;
+  }
+  absl::StatusOr<int> major = agent::runtime::HostContainerdMajor(flags.host_root);
+  if (major.ok()) {
+    options.containerd_major = *major;
+  } else {
+    std::fprintf(stderr, "runtime: containerd's version is unknown: %s\n",
+                 std::string(major.status().message()).c_str());
+  }
+  return options;
+}
+
 }  // namespace
 
 void AddRuntimeCommand(CLI::App& app) {
@@ -60,6 +79,10 @@ void AddRuntimeCommand(CLI::App& app) {
                     "nvidia-container-runtime found under --host-root)");
     sub->add_flag("--set-as-default", flags->options.set_as_default,
                   "Make the nvidia handler the default, where there is one");
+    sub->add_option("--containerd-major", flags->options.containerd_major,
+                    "containerd's major version (default: asked from the running containerd "
+                    "through its socket under --host-root)")
+        ->check(CLI::Range(1, 99));
     sub->add_option("--restart-mode", flags->restart_mode,
                     "How containerd or CRI-O loads a changed configuration: systemd (systemctl "
                     "restart), signal (SIGHUP to containerd, which exits for its supervisor to "
@@ -97,7 +120,8 @@ void AddRuntimeCommand(CLI::App& app) {
     if (flags->keep_running) common::BlockTerminationSignals();
     auto r = restarter();
     agent::runtime::Configurator configurator(flags->host_root, *r);
-    auto report = configurator.Configure(Choose(*flags), flags->options);
+    const agent::runtime::Runtime chosen = Choose(*flags);
+    auto report = configurator.Configure(chosen, ForRuntime(*flags, chosen));
     if (!report.ok()) Fail("configure", report.status());
     std::printf("%s\n", report->Summary().c_str());
     std::fflush(stdout);
@@ -106,14 +130,16 @@ void AddRuntimeCommand(CLI::App& app) {
   unconfigure->callback([flags, restarter] {
     auto r = restarter();
     agent::runtime::Configurator configurator(flags->host_root, *r);
-    auto report = configurator.Unconfigure(Choose(*flags), flags->options, flags->force);
+    const agent::runtime::Runtime chosen = Choose(*flags);
+    auto report = configurator.Unconfigure(chosen, ForRuntime(*flags, chosen), flags->force);
     if (!report.ok()) Fail("unconfigure", report.status());
     std::printf("%s\n", report->Summary().c_str());
   });
   status->callback([flags, restarter] {
     auto r = restarter();
     agent::runtime::Configurator configurator(flags->host_root, *r);
-    auto report = configurator.Status(Choose(*flags), flags->options);
+    const agent::runtime::Runtime chosen = Choose(*flags);
+    auto report = configurator.Status(chosen, ForRuntime(*flags, chosen));
     if (!report.ok()) Fail("status", report.status());
     std::printf("%s\n", report->Summary().c_str());
   });

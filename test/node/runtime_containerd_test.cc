@@ -30,11 +30,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
-#include "common/process.h"
 #include "agent/runtime/configurator.h"
 #include "agent/runtime/containerd.h"
+#include "agent/runtime/containerd_version.h"
 #include "agent/runtime/fake_restarter.h"
 #include "agent/runtime/toml_util.h"
+#include "common/process.h"
 #include "test/cluster/control_plane.h"
 
 namespace gpuop::agent::runtime {
@@ -133,10 +134,12 @@ class RuntimeContainerdRealTest : public ::testing::Test {
     return s.str();
   }
 
+  // As the agent does on this node, whose containerd (2.2.9) tells its version.
   void Configure() {
     Options options;
     options.add_nvidia_runtime = true;
     options.runtime_binary = kToolkitBinary;
+    options.containerd_major = 2;
     Configurator configurator(root_, restarter_);
     const absl::StatusOr<ChangeReport> report =
         configurator.Configure(Runtime::kContainerd, options);
@@ -149,20 +152,31 @@ class RuntimeContainerdRealTest : public ::testing::Test {
     const std::string command =
         absl::StrCat("unshare --mount --propagation private sh -c 'mount --bind ", root_.string(),
                      "/etc /etc && exec ", containerd_.string(),
-                     " --config /etc/containerd/config.toml config dump' 2>&1");
+                     " --config /etc/containerd/config.toml config dump' 2>", StderrPath());
     int rc = 0;
     const std::string out = RunShell(command, &rc);
-    if (rc != 0) return absl::FailedPreconditionError(absl::StrCat("containerd: ", out));
+    if (rc != 0) return absl::FailedPreconditionError(absl::StrCat("containerd: ", Stderr()));
     return ParseToml(out, "containerd config dump");
+  }
+
+  // Where the commands' stderr goes (warnings such as a migrated version would spoil their
+  // output), and what it holds.
+  std::string StderrPath() const { return (root_ / "stderr").string(); }
+  std::string Stderr() const {
+    std::ifstream in(StderrPath());
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
   }
 
   // containerd's built-in configuration, as `config dump` prints it without a file.
   absl::StatusOr<toml::table> DumpDefaults() {
     const fs::path none = root_ / "no-config.toml";
     int rc = 0;
-    const std::string out = RunShell(
-        absl::StrCat(containerd_.string(), " --config ", none.string(), " config dump 2>&1"), &rc);
-    if (rc != 0) return absl::FailedPreconditionError(absl::StrCat("containerd: ", out));
+    const std::string out = RunShell(absl::StrCat(containerd_.string(), " --config ", none.string(),
+                                                  " config dump 2>", StderrPath()),
+                                     &rc);
+    if (rc != 0) return absl::FailedPreconditionError(absl::StrCat("containerd: ", Stderr()));
     return ParseToml(out, "containerd config dump");
   }
 
@@ -187,27 +201,30 @@ class RuntimeContainerdRealTest : public ::testing::Test {
   // its own /run; data under the root) and returns what CRI's `crictl info` says once it serves,
   // or why it never did. containerd checks the CRI runtimes only here, not in config dump: a
   // default_runtime_name without its runtime, say, fails the CRI plugin at start.
-  absl::StatusOr<nlohmann::json> StartAndAskCri() {
+  // `major`, when given, gets what containerd's Version service says (containerd_version.h).
+  absl::StatusOr<nlohmann::json> StartAndAskCri(absl::StatusOr<int>* major = nullptr) {
     const fs::path socket = root_ / "containerd.sock";
     const std::string script = absl::StrCat(
         "mount --bind ", root_.string(), "/etc /etc && mount -t tmpfs gpuop-run /run && exec ",
         containerd_.string(), " --config /etc/containerd/config.toml --root ", root_.string(),
         "/lib --state /run/containerd --address ", socket.string());
-    absl::StatusOr<common::Subprocess> daemon = common::Subprocess::Spawn(
-        {.argv = {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-                  script},
-         .output_path = root_ / "containerd.log"});
+    absl::StatusOr<common::Subprocess> daemon =
+        common::Subprocess::Spawn({.argv = {"/usr/bin/unshare", "--mount", "--propagation",
+                                            "private", "/bin/sh", "-c", script},
+                                   .output_path = root_ / "containerd.log"});
     if (!daemon.ok()) return daemon.status();
     const fs::path crictl = ::gpuop::test::DefaultNodeBinDir() / "crictl";
     const std::string ask = absl::StrCat(crictl.string(), " --runtime-endpoint unix://",
-                                         socket.string(), " --timeout 5s info 2>&1");
+                                         socket.string(), " --timeout 5s info 2>", StderrPath());
     std::string out;
-    for (const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(30);
          absl::Now() < deadline && daemon->Running(); absl::SleepFor(absl::Milliseconds(250))) {
       if (!fs::exists(socket)) continue;
       int rc = 0;
       out = RunShell(ask, &rc);
+      if (rc != 0) out = Stderr();
       if (rc == 0) {
+        if (major != nullptr) *major = AskContainerdMajor(socket);
         (void)daemon->Stop(absl::Seconds(10));
         nlohmann::json info = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
         if (info.is_discarded()) return absl::InternalError(absl::StrCat("crictl info: ", out));
@@ -245,17 +262,23 @@ TEST_F(RuntimeContainerdRealTest, Version2And3FilesLoadWithRuncAndTheNvidiaHandl
   }
 }
 
-TEST_F(RuntimeContainerdRealTest, AVersion1FileLoadsWithItsSettingsAndTheHandler) {
-  // A file without `version`, and an empty one, are version 1 files; containerd 2.x migrates
-  // the main file and the drop-in alike.
+TEST_F(RuntimeContainerdRealTest, AVersion1FileGetsTheHandlerAndKeepsWhatContainerdIgnores) {
+  // A file without `version`, and an empty one, are version 1 files. containerd 2.x ignores
+  // their CRI settings (kV1's SystemdCgroup = true has no effect: it warns of unknown keys in
+  // io.containerd.grpc.v1.cri); gpuop's version 3 drop-in changes the built-in ones, and leaves
+  // what the node ignored ignored.
   for (const char* main : {kV1, ""}) {
     SCOPED_TRACE(main);
     ResetRoot();
     Put(kContainerdConfigPath, main);
+    const absl::StatusOr<toml::table> before = Dump();
+    ASSERT_TRUE(before.ok()) << before.status();
+    EXPECT_EQ((*before)["plugins"]["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["runc"]
+                       ["options"]["SystemdCgroup"]
+                           .value<bool>(),
+              false);
     Configure();
-    const bool from_file = *main != '\0';
-    const toml::table cri = LoadedCri(/*systemd_cgroup=*/from_file);
-    if (from_file) EXPECT_EQ(cri["cni"]["conf_dir"].value<std::string>(), "/etc/cni/net.d");
+    const toml::table cri = LoadedCri(/*systemd_cgroup=*/false);
     EXPECT_EQ(Dirs(cri), (toml::array{"/etc/cdi", "/var/run/cdi"}));
   }
 }
@@ -299,14 +322,20 @@ TEST_F(RuntimeContainerdRealTest, TheToolkitsNvidiaDropInIsKept) {
             "/usr/local/nvidia/toolkit/nvidia-container-runtime");
 }
 
-TEST_F(RuntimeContainerdRealTest, LaterEditsOfAVersion3MainFileShowThrough) {
-  Put(kContainerdConfigPath, kV3);
-  Configure();
-  // The node's owner edits the main file after gpuop configured it; gpuop does not run again.
-  Put(kContainerdConfigPath,
-      absl::StrReplaceAll(Get(kContainerdConfigPath), {{"/etc/cni/net.d", "/etc/cni/edited.d"}}));
-  const toml::table cri = LoadedCri();
-  EXPECT_EQ(cri["cni"]["conf_dir"].value<std::string>(), "/etc/cni/edited.d");
+TEST_F(RuntimeContainerdRealTest, LaterEditsOfTheMainFileShowThrough) {
+  // containerd 2.x merges the drop-in key by key, for version 2 files too.
+  for (const char* main : {kV3, kV2}) {
+    SCOPED_TRACE(main);
+    ResetRoot();
+    Put(kContainerdConfigPath,
+        absl::StrReplaceAll(main, {{"SystemdCgroup = true", "SystemdCgroup = false"}}));
+    Configure();
+    // The node's owner edits the main file after gpuop configured it; gpuop does not run again.
+    Put(kContainerdConfigPath,
+        absl::StrReplaceAll(Get(kContainerdConfigPath),
+                            {{"SystemdCgroup = false", "SystemdCgroup = true"}}));
+    LoadedCri(/*systemd_cgroup=*/true);
+  }
 }
 
 TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandlerServed) {
@@ -317,11 +346,14 @@ TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandler
     ResetRoot();
     if (main != nullptr) Put(kContainerdConfigPath, main);
     Configure();
-    const absl::StatusOr<nlohmann::json> info = StartAndAskCri();
+    absl::StatusOr<int> major;
+    const absl::StatusOr<nlohmann::json> info = StartAndAskCri(&major);
     ASSERT_TRUE(info.ok()) << info.status();
+    // What the agent asks before it configures: the running daemon's version.
+    EXPECT_EQ(major.value_or(0), 2) << major.status();
     bool runtime_ready = false;
-    for (const nlohmann::json& condition : info->value("/status/conditions"_json_pointer,
-                                                       nlohmann::json::array())) {
+    for (const nlohmann::json& condition :
+         info->value("/status/conditions"_json_pointer, nlohmann::json::array())) {
       if (condition.value("type", "") == "RuntimeReady") {
         runtime_ready = condition.value("status", false);
       }
@@ -341,20 +373,19 @@ TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandler
 TEST_F(RuntimeContainerdRealTest, TheStartCheckSeesACriPluginThatFails) {
   // The negative control of the start check: a default runtime that no table defines fails the
   // CRI plugin when containerd starts, although config dump loads the file.
-  Put(kContainerdConfigPath,
-      absl::StrReplaceAll(kV3, {{"default_runtime_name = \"runc\"",
-                                 "default_runtime_name = \"missing\""}}));
+  Put(kContainerdConfigPath, absl::StrReplaceAll(kV3, {{"default_runtime_name = \"runc\"",
+                                                        "default_runtime_name = \"missing\""}}));
   EXPECT_TRUE(Dump().ok());
   EXPECT_FALSE(StartAndAskCri().ok());
 }
 
 TEST_F(RuntimeContainerdRealTest, TheCheckSeesAConfigContainerdRefuses) {
-  // The negative control: a drop-in whose version is above the main file's (containerd 2.x
-  // refuses it) makes config dump fail, so the passing cases above mean something.
+  // The negative control of the load check: a drop-in containerd cannot parse (a string left
+  // open) makes config dump fail, as it makes containerd fail at start.
   Put(kContainerdConfigPath, kV2);
   Configure();
-  Put(kContainerdDropInPath,
-      absl::StrReplaceAll(Get(kContainerdDropInPath), {{"version = 2", "version = 3"}}));
+  ASSERT_TRUE(Dump().ok());
+  Put(kContainerdDropInPath, absl::StrCat(Get(kContainerdDropInPath), "broken = \"\n"));
   EXPECT_FALSE(Dump().ok());
 }
 

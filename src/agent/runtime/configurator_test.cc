@@ -26,10 +26,13 @@ constexpr char kImportsLine[] = "imports = [\"/etc/containerd/conf.d/99-gpuop*.t
 constexpr char kMainBackup[] = "/etc/containerd/config.toml.gpuop-backup";
 constexpr char kToolkitRuntime[] = "/usr/local/nvidia/toolkit/nvidia-container-runtime";
 
+// As on a node whose containerd is 1.x, which reads every sample (a 1.x containerd would not
+// read the version 3 one, but the files do not depend on it).
 Options GpuOptions() {
   Options options;
   options.add_nvidia_runtime = true;
   options.runtime_binary = kToolkitRuntime;
+  options.containerd_major = 1;
   return options;
 }
 
@@ -159,8 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ContainerdSample{
                           "imports", "containerd_imports.toml", "registry.toml\",",
                           "registry.toml\", \"/etc/containerd/conf.d/99-gpuop*.toml\""},
-                      ContainerdSample{"v1", "containerd_v1.toml", "\nroot =",
-                                       absl::StrCat("\n", kImportsLine, "root =")}),
+                      ContainerdSample{"v1", "containerd_v1.toml",
+                                       "\nroot =", absl::StrCat("\n", kImportsLine, "root =")}),
     [](const ::testing::TestParamInfo<ContainerdSample>& param) { return param.param.name; });
 
 TEST_F(RuntimeConfiguratorTest, RefusedConfigsAreLeftUntouched) {
@@ -184,6 +187,18 @@ TEST_F(RuntimeConfiguratorTest, RefusedConfigsAreLeftUntouched) {
     EXPECT_TRUE(restarter.calls.empty());
     EXPECT_FALSE(configurator.Status(Runtime::kContainerd, GpuOptions()).ok());
   }
+}
+
+TEST_F(RuntimeConfiguratorTest, AFileWithoutVersionWaitsForContainerdsVersion) {
+  root_.Put(kContainerdConfigPath, Testdata("containerd_v1.toml"));
+  const std::string before = root_.Snapshot();
+  Options options = GpuOptions();
+  options.containerd_major = 0;
+  const absl::StatusOr<ChangeReport> result = Configure(Runtime::kContainerd, options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(result.status()), HasSubstr("containerd's version is unknown"));
+  EXPECT_EQ(root_.Snapshot(), before);
+  EXPECT_TRUE(restarter_.calls.empty());
 }
 
 TEST_F(RuntimeConfiguratorTest, ExistingGlobImportMeansNoEditToTheMainFile) {

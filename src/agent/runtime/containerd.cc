@@ -21,6 +21,12 @@ constexpr char kDropInHeader[] =
     "# those, not this file. It holds the whole CRI plugin table because containerd 1.x\n"
     "# replaces a plugin's table per file instead of merging it.\n\n";
 
+constexpr char kIgnoredV1Header[] =
+    "# Written by gpuop-agent (`gpuop-agent runtime configure`); removed by `gpuop-agent runtime\n"
+    "# unconfigure`. /etc/containerd/config.toml has no `version`, and containerd 2.x reads such\n"
+    "# a file as version 1 and ignores its CRI plugin settings: this file holds gpuop's changes\n"
+    "# to containerd's built-in CRI settings, which containerd 2.x merges key by key.\n\n";
+
 constexpr char kNewMainConfig[] =
     "# Created by gpuop-agent (`gpuop-agent runtime configure`) on a node without a containerd\n"
     "# configuration, where containerd ran with its built-in defaults; this file keeps them and\n"
@@ -260,15 +266,33 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
                                                    std::vector<std::string>* notes) {
   const fs::path main_file = kContainerdConfigPath;
   GPUOP_ASSIGN_OR_RETURN(const toml::table main_table, ParseToml(main, main_file));
-  GPUOP_ASSIGN_OR_RETURN(const ContainerdConfig config, Inspect(main_table, main_file));
+  GPUOP_ASSIGN_OR_RETURN(ContainerdConfig config, Inspect(main_table, main_file));
+  const bool merging = options.containerd_major >= 2;
+  if (config.version == 1 && options.containerd_major == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        main_file.string(),
+        ": no `version` (a version 1 file), which containerd 1.x and 2.x read differently (2.x "
+        "ignores its CRI plugin settings), and containerd's version is unknown: gpuop could not "
+        "ask containerd (is it running?); add `version = 2` if the file is containerd 1.x's, or "
+        "start containerd"));
+  }
+  // containerd 2.x ignores a version 1 file's CRI settings: the node runs with the built-in
+  // ones, which a version 3 drop-in changes key by key (a drop-in under a main file without
+  // `version` may have any version).
+  const bool ignored_v1 = config.version == 1 && merging;
+  if (ignored_v1) {
+    config = {.version = 3, .version_written = true, .cri_plugin = "io.containerd.cri.v1.runtime"};
+  }
 
   const std::string cri_path = KeyPath({"plugins", config.cri_plugin});
   toml::table cri;
-  if (const toml::table* table = main_table["plugins"][config.cri_plugin].as_table()) {
+  if (ignored_v1) {
+    // Neither the main file's CRI table nor its imports are read.
+  } else if (const toml::table* table = main_table["plugins"][config.cri_plugin].as_table()) {
     GPUOP_RETURN_IF_ERROR(CheckCriTypes(*table, main_file, cri_path));
     cri = *table;
   }
-  for (const ImportedFile& file : imported) {
+  for (const ImportedFile& file : ignored_v1 ? std::vector<ImportedFile>{} : imported) {
     GPUOP_ASSIGN_OR_RETURN(const toml::table table, ParseToml(file.content, file.path));
     const toml::node* plugins = table.get("plugins");
     GPUOP_RETURN_IF_ERROR(ExpectType(plugins, toml::node_type::table, file.path, "plugins"));
@@ -280,20 +304,24 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
     GPUOP_RETURN_IF_ERROR(CheckCriTypes(*plugin->as_table(), file.path, cri_path));
     DeepMerge(cri, *plugin->as_table());
   }
-  // Version 3 and later are read by containerd 2.x only, which merges an import into the main
-  // file key by key (containerd PR #9982, in 2.0): the drop-in holds only gpuop's changes, so a
-  // later edit of the main file shows through. Versions 1 and 2 may be read by containerd 1.x,
-  // which replaces the CRI plugin's table per file: there it holds the whole table.
-  const bool minimal = config.version >= 3;
+  // containerd 2.x merges an import into the main file key by key (containerd PR #9982, in
+  // 2.0), and version 3 and later are read by 2.x only: the drop-in holds only gpuop's changes,
+  // so a later edit of the main file shows through. containerd 1.x replaces the CRI plugin's
+  // table per file: for versions 1 and 2, unless 2.x is known to read them, it holds the whole
+  // table.
+  const bool minimal = config.version >= 3 || merging;
   const toml::table node_cri = cri;
-  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, /*explicit_runc=*/!minimal, main_file,
-                                     notes));
+  GPUOP_RETURN_IF_ERROR(
+      ApplyOptions(cri, cri_path, options, /*explicit_runc=*/!minimal, main_file, notes));
   toml::table plugins;
   plugins.insert(config.cri_plugin, minimal ? DeepDiff(cri, node_cri) : std::move(cri));
   toml::table drop_in;
   if (config.version_written) drop_in.insert("version", config.version);
   drop_in.insert("plugins", std::move(plugins));
-  return absl::StrCat(minimal ? kMinimalDropInHeader : kDropInHeader, FormatToml(drop_in));
+  const char* header = ignored_v1 ? kIgnoredV1Header
+                       : minimal  ? kMinimalDropInHeader
+                                  : kDropInHeader;
+  return absl::StrCat(header, FormatToml(drop_in));
 }
 
 std::string NewContainerdConfig() {

@@ -75,9 +75,10 @@ std::string NewContainerdConfig();
 // gpuop's drop-in for the main configuration `main` and the files it imports. The CRI plugin
 // table is the main file's merged with the imported files' in order, then changed per
 // `options`. For version 3 and later (read by containerd 2.x only, which merges imports key by
-// key since 2.0) the drop-in holds only what gpuop changed (DeepDiff), so later edits of the
-// main file show through; for versions 1 and 2, which containerd 1.x also reads and which there
-// replaces a plugin's table per file, it holds the whole table, and a runtime handler added to
+// key since 2.0), and for any version when options.containerd_major is 2 or more, the drop-in
+// holds only what gpuop changed (DeepDiff), so later edits of the main file show through; for
+// versions 1 and 2 otherwise (containerd 1.x reads them, and replaces a plugin's table per file
+// there), it holds the whole table, and a runtime handler added to
 // it comes with an explicit runc entry (containerd's built-in one) when no file defines runc, so
 // that a containerd that replaces the built-in runtimes with the file's keeps runc. The changes:
 // enable_cdi, and
@@ -86,7 +87,11 @@ std::string NewContainerdConfig();
 // default runc runtime (keeping options such as SystemdCgroup) with options.BinaryName =
 // runtime_binary, unless the files already define a runtime of that name, which is kept as it is
 // (and said in `notes`); default_runtime_name. The drop-in carries the main file's version
-// (none when the main file says none). Errors
+// (none when the main file says none). A main file without `version` read by containerd 2.x,
+// which ignores the CRI settings of such a file, gets a version 3 drop-in of gpuop's changes to
+// the built-in CRI settings (its own CRI table and imports are not read); with containerd's
+// version unknown it is refused (FailedPrecondition), since 1.x and 2.x need different files.
+// Errors
 // as InspectContainerdConfig, for any of the files; InvalidArgument when a runtime is to be added
 // and runtime_binary is empty.
 [[nodiscard]] absl::StatusOr<std::string> RenderContainerdDropIn(

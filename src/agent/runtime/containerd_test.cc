@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "absl/strings/str_replace.h"
+#include "agent/runtime/containerd_version.h"
 #include "agent/runtime/test_util.h"
 
 namespace gpuop::agent::runtime {
@@ -40,8 +41,8 @@ TEST(RuntimeContainerdTest, InspectsSupportedVersions) {
   ASSERT_TRUE(v4.ok()) << v4.status();
   EXPECT_EQ(v4->cri_plugin, "io.containerd.cri.v1.runtime");
   // Without `version`, or with 0 or 1: version 1, whose plugins go by their short IDs.
-  for (const std::string content : {Testdata("containerd_v1.toml"), std::string(),
-                                    std::string("version = 0\n"), std::string("version = 1\n")}) {
+  for (const std::string& content : {Testdata("containerd_v1.toml"), std::string(),
+                                     std::string("version = 0\n"), std::string("version = 1\n")}) {
     const absl::StatusOr<ContainerdConfig> v1 = InspectContainerdConfig(content);
     ASSERT_TRUE(v1.ok()) << content << ": " << v1.status();
     EXPECT_EQ(v1->version, 1);
@@ -149,8 +150,8 @@ TEST(RuntimeContainerdTest, AVersion1FileGetsItsImportsAheadOfItsTables) {
   const std::string original = Testdata("containerd_v1.toml");
   absl::StatusOr<std::string> edited = AddContainerdImport(original);
   ASSERT_TRUE(edited.ok()) << edited.status();
-  EXPECT_EQ(*edited, absl::StrReplaceAll(original, {{"\nroot =", absl::StrCat("\n", line,
-                                                                               "root =")}}));
+  EXPECT_EQ(*edited,
+            absl::StrReplaceAll(original, {{"\nroot =", absl::StrCat("\n", line, "root =")}}));
   struct Case {
     std::string before;
     std::string after;
@@ -215,8 +216,10 @@ TEST(RuntimeContainerdTest, RendersTheV2DropIn) {
 }
 
 TEST(RuntimeContainerdTest, RendersTheV1DropIn) {
+  Options options = RuntimeOptions();
+  options.containerd_major = 1;
   const absl::StatusOr<std::string> drop_in =
-      RenderContainerdDropIn(Testdata("containerd_v1.toml"), {}, RuntimeOptions());
+      RenderContainerdDropIn(Testdata("containerd_v1.toml"), {}, options);
   ASSERT_TRUE(drop_in.ok()) << drop_in.status();
   ExpectGolden(*drop_in, "containerd_v1_dropin.toml");
 
@@ -236,23 +239,87 @@ TEST(RuntimeContainerdTest, RendersTheV1DropIn) {
   EXPECT_FALSE(table["plugins"]["io.containerd.grpc.v1.cri"]);
 
   const absl::StatusOr<std::string> explicit_one =
-      RenderContainerdDropIn("version = 1\n", {}, RuntimeOptions());
+      RenderContainerdDropIn("version = 1\n", {}, options);
   ASSERT_TRUE(explicit_one.ok()) << explicit_one.status();
   EXPECT_EQ(Parse(*explicit_one)["version"].value<int64_t>(), 1);
+}
+
+TEST(RuntimeContainerdTest, AVersion1FileOnContainerd2GetsChangesToTheBuiltInCriSettings) {
+  // containerd 2.x reads the file as version 1 and ignores its CRI table: the drop-in is a
+  // version 3 file of gpuop's changes alone, none of the file's CRI settings copied in.
+  Options options = RuntimeOptions();
+  options.containerd_major = 2;
+  const std::vector<ImportedFile> imported = {
+      {"/etc/containerd/conf.d/x.toml", "[plugins.cri]\n  sandbox_image = \"x\"\n"}};
+  const absl::StatusOr<std::string> drop_in =
+      RenderContainerdDropIn(Testdata("containerd_v1.toml"), imported, options);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  EXPECT_EQ(table["version"].value<int64_t>(), 3);
+  ASSERT_TRUE(table["plugins"].is_table());
+  EXPECT_EQ(table["plugins"].as_table()->size(), 1u);
+  const auto cri = table["plugins"]["io.containerd.cri.v1.runtime"];
+  EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  EXPECT_FALSE(cri["sandbox_image"]);
+  EXPECT_FALSE(cri["containerd"]["snapshotter"]);
+  const auto runtimes = cri["containerd"]["runtimes"];
+  EXPECT_TRUE(runtimes["nvidia"]["options"]["BinaryName"].is_string());
+  EXPECT_FALSE(runtimes["runc"]);  // the built-in one stays: 2.x merges key by key
+  EXPECT_THAT(*drop_in, HasSubstr("ignores its CRI plugin settings"));
+}
+
+TEST(RuntimeContainerdTest, AVersion1FileIsRefusedWhileContainerdsVersionIsUnknown) {
+  const absl::StatusOr<std::string> drop_in =
+      RenderContainerdDropIn(Testdata("containerd_v1.toml"), {}, RuntimeOptions());
+  EXPECT_EQ(drop_in.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(drop_in.status()),
+              HasSubstr("/etc/containerd/config.toml: no `version` (a version 1 file), which "
+                        "containerd 1.x and 2.x read differently"));
+}
+
+TEST(RuntimeContainerdTest, OnContainerd2AVersion2DropInHoldsOnlyGpuopsChanges) {
+  Options options = RuntimeOptions();
+  options.containerd_major = 2;
+  const absl::StatusOr<std::string> drop_in =
+      RenderContainerdDropIn(Testdata("containerd_v2.toml"), {}, options);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  EXPECT_EQ(table["version"].value<int64_t>(), 2);
+  const auto cri = table["plugins"]["io.containerd.grpc.v1.cri"];
+  EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  EXPECT_FALSE(cri["sandbox_image"]);
+  EXPECT_FALSE(cri["containerd"]["runtimes"]["runc"]);
+  EXPECT_EQ(cri["containerd"]["runtimes"]["nvidia"]["options"]["SystemdCgroup"].value<bool>(),
+            true);
+}
+
+TEST(RuntimeContainerdTest, ContainerdVersionsAreRead) {
+  EXPECT_EQ(ParseContainerdMajor("v2.2.9").value_or(-1), 2);
+  EXPECT_EQ(ParseContainerdMajor("1.7.27+unknown").value_or(-1), 1);
+  EXPECT_EQ(ParseContainerdMajor(" v2.1.0-rc.1\n").value_or(-1), 2);
+  for (const char* bad : {"", "v", "2", "x.1", "v-1.2"}) {
+    EXPECT_EQ(ParseContainerdMajor(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  // Nothing listens there.
+  EXPECT_EQ(
+      AskContainerdMajor("/nonexistent/containerd.sock", absl::Milliseconds(200)).status().code(),
+      absl::StatusCode::kUnavailable);
 }
 
 TEST(RuntimeContainerdTest, TheNewMainFileKeepsContainerdsDefaults) {
   // Nothing but the version both 1.7 and 2.x read and the import: no default is set apart.
   const std::string created = NewContainerdConfig();
-  const toml::table table = Parse(created);
-  EXPECT_EQ(table, (toml::table{{"version", 2},
-                                {"imports", toml::array{"/etc/containerd/conf.d/99-gpuop*.toml"}}}));
+  const toml::table created_table = Parse(created);
+  EXPECT_EQ(created_table,
+            (toml::table{{"version", 2},
+                         {"imports", toml::array{"/etc/containerd/conf.d/99-gpuop*.toml"}}}));
   EXPECT_EQ(AddContainerdImport(created).value_or(""), created);
-  const absl::StatusOr<std::string> drop_in =
-      RenderContainerdDropIn(created, {}, RuntimeOptions());
+  const absl::StatusOr<std::string> drop_in = RenderContainerdDropIn(created, {}, RuntimeOptions());
   ASSERT_TRUE(drop_in.ok()) << drop_in.status();
-  const auto cri = Parse(*drop_in)["plugins"]["io.containerd.grpc.v1.cri"];
+  const toml::table table_in = Parse(*drop_in);
+  const auto cri = table_in["plugins"]["io.containerd.grpc.v1.cri"];
   EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
+  ASSERT_TRUE(cri["cdi_spec_dirs"].is_array());
   EXPECT_EQ(*cri["cdi_spec_dirs"].as_array(), (toml::array{"/etc/cdi", "/var/run/cdi"}));
   EXPECT_EQ(cri["containerd"]["runtimes"]["runc"]["runtime_type"].value<std::string>(),
             "io.containerd.runc.v2");

@@ -42,6 +42,12 @@ struct Options {
   // Make `runtime_name` the runtime's default handler. Requires add_nvidia_runtime; on a host,
   // only when the handler is there (added, or the node's own).
   bool set_as_default = false;
+  // The major version of the containerd that reads the files (containerd_version.h asks the
+  // daemon), 0 when unknown. The files alone do not tell: containerd 2.x merges imports key by
+  // key (so a drop-in can hold only gpuop's changes) and ignores the CRI settings of a file
+  // without `version`, which containerd 1.x reads as version 1 and whose CRI table it replaces
+  // per file. Unknown, gpuop writes what both read, and refuses a file without `version`.
+  int containerd_major = 0;
 };
 
 // Where the NVIDIA Container Toolkit puts nvidia-container-runtime: its packages, NVIDIA's GPU
