@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -68,6 +69,8 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(absl::string_view
       {"process", Action::Kind::kProcessStart,
        "<pid> <used-mib> [<gpu-instance> <compute-instance>]", 4, 6},
       {"process-exit", Action::Kind::kProcessExit, "<pid>", 3, 3},
+      {"fail", Action::Kind::kFail, "<call|*> <error>", 4, 4},
+      {"unfail", Action::Kind::kUnfail, "", 2, 2},
   };
   const auto* spec = std::find_if(std::begin(kVerbs), std::end(kVerbs),
                                   [&](const auto& candidate) { return candidate.verb == verb; });
@@ -75,7 +78,7 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(absl::string_view
     return absl::InvalidArgumentError(
         absl::StrCat("unknown command \"", verb,
                      "\" (xid, ecc-sbe, ecc-dbe, lost, recover, set, process, process-exit, "
-                     "advance)"));
+                     "fail, unfail, advance)"));
   }
   const bool paired = spec->max_words > spec->min_words;  // optional GI/CI pair
   if (words.size() < spec->min_words || words.size() > spec->max_words ||
@@ -134,6 +137,17 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(absl::string_view
         action.process.gpu_instance = gi;
         action.process.compute_instance = ci;
       }
+      break;
+    }
+    case Action::Kind::kFail: {
+      if (words[2] != "*" && !absl::StartsWith(words[2], "nvml")) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "fail: expected an NVML function name (nvml...) or \"*\", got \"", words[2], "\""));
+      }
+      absl::StatusOr<nvmlReturn_t> error = ParseInjectedError(words[3]);
+      if (!error.ok()) return error.status();
+      action.call = std::string(words[2]);
+      action.error = *error;
       break;
     }
     default:

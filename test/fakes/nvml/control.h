@@ -8,6 +8,8 @@
 //   set <gpu> <field> <value>
 //   process <gpu> <pid> <used-mib> [<gpu-instance> <compute-instance>]   starts or updates
 //   process-exit <gpu> <pid>
+//   fail <gpu> <call|*> <error>   the call (every call: *) answers NO_PERMISSION, UNKNOWN, ...
+//   unfail <gpu>                  every injected error of the GPU is gone
 //   advance <duration>            moves the scenario clock forward
 // <gpu> is an index or "all".
 

@@ -7,10 +7,12 @@
 // is built with -fvisibility=hidden and a version script). Also the helpers the export files
 // share.
 
+#include <source_location>
 #include <string>
 
 #include "hw/nvml/nvml_abi.h"
 #include "hw/nvml/nvml_functions.h"
+#include "test/fakes/nvml/call_errors.h"
 #include "test/fakes/nvml/driver.h"
 #include "test/fakes/nvml/machine.h"
 
@@ -46,13 +48,21 @@ namespace gpuop::fakenvml {
 // when `length` cannot hold it.
 nvmlReturn_t CopyString(const std::string& value, char* out, unsigned int length);
 
-// Runs fn(Machine&, const DeviceRef&) for a valid handle of a GPU that is not lost.
+// Runs fn(Machine&, const DeviceRef&) for a valid handle of a GPU that is not lost, unless the GPU
+// answers the calling entry point (`where`, the export's own location) with an injected error
+// (call_errors.h); a MIG device answers its parent GPU's.
 template <typename Fn>
-nvmlReturn_t WithDevice(nvmlDevice_t device, Fn&& fn) {
+nvmlReturn_t WithDevice(nvmlDevice_t device, Fn&& fn,
+                        std::source_location where = std::source_location::current()) {
   return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
     DeviceRef ref;
     if (const nvmlReturn_t result = machine.Resolve(device, &ref); result != NVML_SUCCESS) {
       return result;
+    }
+    if (const nvmlReturn_t injected =
+            InjectedError(ref.gpu->call_errors, CallName(where.function_name()));
+        injected != NVML_SUCCESS) {
+      return injected;
     }
     return fn(machine, ref);
   });
@@ -60,11 +70,15 @@ nvmlReturn_t WithDevice(nvmlDevice_t device, Fn&& fn) {
 
 // As WithDevice, for queries a MIG device does not answer (NOT_SUPPORTED): fn(Machine&, GpuState&).
 template <typename Fn>
-nvmlReturn_t WithGpu(nvmlDevice_t device, Fn&& fn) {
-  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
-    if (ref.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
-    return fn(machine, *ref.gpu);
-  });
+nvmlReturn_t WithGpu(nvmlDevice_t device, Fn&& fn,
+                     std::source_location where = std::source_location::current()) {
+  return WithDevice(
+      device,
+      [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+        if (ref.is_mig()) return NVML_ERROR_NOT_SUPPORTED;
+        return fn(machine, *ref.gpu);
+      },
+      where);
 }
 
 }  // namespace gpuop::fakenvml

@@ -161,6 +161,11 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* dev
   return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
     if (device == nullptr || index >= machine.gpu_count()) return NVML_ERROR_INVALID_ARGUMENT;
     if (machine.gpu(index).lost) return NVML_ERROR_GPU_IS_LOST;
+    if (const nvmlReturn_t injected = gpuop::fakenvml::InjectedError(
+            machine.gpu(index).call_errors, "nvmlDeviceGetHandleByIndex_v2");
+        injected != NVML_SUCCESS) {
+      return injected;
+    }
     *device = &machine.gpu(index).handle;
     return NVML_SUCCESS;
   });
@@ -173,14 +178,19 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device
 nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
   return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
     if (uuid == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    return machine.FindByUuid(uuid, device);
+    const nvmlReturn_t found = machine.FindByUuid(uuid, device);
+    if (found != NVML_SUCCESS) return found;
+    return gpuop::fakenvml::InjectedError((*device)->gpu->call_errors, "nvmlDeviceGetHandleByUUID");
   });
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pci_bus_id, nvmlDevice_t* device) {
   return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
     if (pci_bus_id == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    return machine.FindByBusId(pci_bus_id, device);
+    const nvmlReturn_t found = machine.FindByBusId(pci_bus_id, device);
+    if (found != NVML_SUCCESS) return found;
+    return gpuop::fakenvml::InjectedError((*device)->gpu->call_errors,
+                                          "nvmlDeviceGetHandleByPciBusId_v2");
   });
 }
 

@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Machine>> Machine::Create(Scenario scenario) {
     gpu->power_limit_mw = gpu->spec.power ? gpu->spec.power->default_mw : 0;
     gpu->mig_enabled = gpu->spec.mig_enabled;
     gpu->processes = gpu->spec.processes;
+    gpu->call_errors = gpu->spec.call_errors;
     machine->handles_.devices.insert(&gpu->handle);
     if (gpu->mig_enabled) GPUOP_RETURN_IF_ERROR(CreateInitialInstances(*gpu, machine->handles_));
     machine->gpus_.push_back(std::move(gpu));
@@ -341,6 +342,12 @@ std::string Machine::ApplyToGpu(GpuState& gpu, const Action& action) {
       return "";
     case Action::Kind::kRecover:
       gpu.lost = false;
+      return "";
+    case Action::Kind::kFail:
+      gpu.call_errors[action.call] = action.error;
+      return "";
+    case Action::Kind::kUnfail:
+      gpu.call_errors.clear();
       return "";
     case Action::Kind::kProcessStart: {
       auto& processes = gpu.processes;

@@ -12,6 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "hw/nvml/nvml_abi.h"
+#include "test/fakes/nvml/call_errors.h"
 
 namespace gpuop::fakenvml {
 
@@ -181,6 +183,7 @@ struct GpuSpec {
   std::optional<FabricSpec> fabric;  // absent: fabric info NOT_SUPPORTED (PCIe, pre-Hopper)
   std::vector<ProcessSpec> processes;
   FieldValues values = DefaultFieldValues();
+  CallErrors call_errors;  // `errors`: calls this GPU answers with an error (call_errors.h)
 };
 
 struct NvSwitchSpec {
@@ -205,6 +208,8 @@ struct Action {
     kRecover,
     kProcessStart,  // starts `process`, or updates the one with its pid
     kProcessExit,   // ends process.pid
+    kFail,          // `call` (or "*") answers `error` from now on
+    kUnfail,        // every injected error of the GPU is gone
   };
   Kind kind = Kind::kSet;
   int gpu = -1;  // -1: every GPU
@@ -214,6 +219,8 @@ struct Action {
   std::optional<unsigned int> gpu_instance;
   std::optional<unsigned int> compute_instance;
   ProcessSpec process;
+  std::string call;                   // kFail
+  nvmlReturn_t error = NVML_SUCCESS;  // kFail
 };
 
 struct TimedAction {

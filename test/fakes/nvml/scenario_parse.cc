@@ -263,7 +263,8 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
                                    "nvlink",
                                    "fabric",
                                    "processes",
-                                   "telemetry"}));
+                                   "telemetry",
+                                   "errors"}));
   for (const char* key : {"name", "pci_bus_id", "pci_device_id", "architecture",
                           "compute_capability", "memory_mib"}) {
     if (!node[key]) return FieldError(ChildPath(path, key), "required");
@@ -352,6 +353,9 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
   }
   if (node["telemetry"]) {
     GPUOP_RETURN_IF_ERROR(ReadTelemetry(node["telemetry"], at("telemetry"), gpu.values));
+  }
+  if (node["errors"]) {
+    GPUOP_ASSIGN_OR_RETURN(gpu.call_errors, ReadCallErrors(node["errors"], at("errors")));
   }
   return absl::OkStatus();
 }

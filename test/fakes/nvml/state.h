@@ -54,6 +54,7 @@ struct GpuState {
   bool mig_enabled = false;
   std::vector<std::unique_ptr<nvmlGpuInstance_st>> gpu_instances;  // sorted by id
   std::vector<ProcessSpec> processes;
+  CallErrors call_errors;  // live: the scenario's, then the control file's fail/unfail
 
   double value(Field field) const { return values[static_cast<int>(field)]; }
   double& value(Field field) { return values[static_cast<int>(field)]; }
