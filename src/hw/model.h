@@ -102,10 +102,21 @@ struct Gpu {
   std::optional<GpuFabric> fabric;
 };
 
+// A GPU the driver counts but that could not be described: no handle (NVML answers NO_PERMISSION
+// for a GPU whose device node the process may not open), a lost GPU, or its identity unreadable.
+struct UnavailableGpu {
+  int index = 0;
+  std::string reason;  // the failed call and its error
+};
+
 struct Inventory {
   std::string driver_version;   // "570.86.15"
   int cuda_driver_version = 0;  // 12080 for 12.8; 0 when unknown
+  // The GPUs that could be described, in index order. A GPU that could not is in `unavailable`
+  // instead, so one bad GPU never hides the others: a Gpu's `index` (and a Link's peer_index)
+  // is the driver's index, not a position in this vector.
   std::vector<Gpu> gpus;
+  std::vector<UnavailableGpu> unavailable;
 };
 
 struct ProcessUsage {
@@ -164,9 +175,9 @@ struct Sample {
 struct HardwareEvent {
   enum class Kind { kXid, kDoubleBitEcc, kSingleBitEcc, kGpuLost };
   Kind kind = Kind::kXid;
-  int gpu_index = 0;
-  std::string gpu_uuid;
-  uint64_t xid = 0;  // for kXid
+  int gpu_index = 0;     // -1: the event named no GPU gpuop registered
+  std::string gpu_uuid;  // empty when unknown
+  uint64_t xid = 0;      // for kXid
   std::optional<unsigned int> gpu_instance_id;
   std::optional<unsigned int> compute_instance_id;
   absl::Time time;

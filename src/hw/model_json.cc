@@ -72,6 +72,13 @@ json ToJson(const Inventory& inventory) {
   json gpus = json::array();
   for (const auto& g : inventory.gpus) gpus.push_back(ToJson(g));
   json out = {{"driverVersion", inventory.driver_version}, {"gpus", gpus}};
+  if (!inventory.unavailable.empty()) {
+    json unavailable = json::array();
+    for (const UnavailableGpu& gpu : inventory.unavailable) {
+      unavailable.push_back({{"index", gpu.index}, {"reason", gpu.reason}});
+    }
+    out["unavailable"] = std::move(unavailable);
+  }
   if (inventory.cuda_driver_version > 0) {
     out["cudaDriverVersion"] = std::to_string(inventory.cuda_driver_version / 1000) + "." +
                                std::to_string(inventory.cuda_driver_version % 1000 / 10);

@@ -82,7 +82,8 @@ void Collector::WatchEvents(std::stop_token stop, size_t i) {
     if (events->empty()) continue;
     absl::MutexLock lock(&mu_);
     for (const hw::HardwareEvent& event : *events) {
-      if (event.kind == hw::HardwareEvent::Kind::kXid) {
+      // An XID of no known GPU has no series to go on.
+      if (event.kind == hw::HardwareEvent::Kind::kXid && event.gpu_index >= 0) {
         events_[i].last_xid[event.gpu_index] = event.xid;
       }
     }

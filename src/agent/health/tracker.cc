@@ -24,7 +24,18 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
   absl::MutexLock lock(&mu_);
   bool changed = false;
   for (const auto& e : events) {
-    if (e.gpu_uuid.empty()) continue;
+    if (e.gpu_uuid.empty()) {
+      // An XID NVML attributes to no GPU gpuop knows: every GPU, as NVIDIA's device plugin
+      // marks every device when it cannot map an event to one.
+      if (e.kind != hw::HardwareEvent::Kind::kXid || policy_.xid_checks.Ignored(e.xid)) continue;
+      const std::string reason = absl::StrCat("XID ", e.xid, " on an unidentified GPU");
+      const absl::Time at = e.time == absl::Time() ? clock_.Now() : e.time;
+      for (auto& [uuid, gpu] : gpus_) {
+        changed = changed || !gpu.event.has_value();
+        Set(gpu.event, "XidError", reason, at);
+      }
+      continue;
+    }
     GpuHealth& gpu = gpus_[e.gpu_uuid];
     const absl::Time at = e.time == absl::Time() ? clock_.Now() : e.time;
     switch (e.kind) {

@@ -55,6 +55,21 @@ TEST_F(HealthTrackerTest, MigAttributedXidAffectsOnlyItsInstance) {
   EXPECT_FALSE(health.Check("GPU-a", 4).has_value());
 }
 
+TEST_F(HealthTrackerTest, AnXidOfNoKnownGpuMarksEveryGpuAsNvidiasPluginDoes) {
+  HealthTracker health({}, clock_);
+  hw::Inventory inv;
+  inv.gpus.push_back({.vendor = hw::Vendor::kNvidia, .index = 0, .uuid = "GPU-a"});
+  inv.gpus.push_back({.vendor = hw::Vendor::kNvidia, .index = 1, .uuid = "GPU-b"});
+  health.Observe(inv, hw::Sample{.gpus = {{.index = 0}, {.index = 1}}});
+  // Ignored XIDs stay ignored, and nothing is charged to GPU 0 alone.
+  EXPECT_FALSE(health.Observe({Xid("", 13)}));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+  EXPECT_TRUE(health.Observe({Xid("", 62)}));
+  ASSERT_TRUE(health.Check("GPU-a").has_value());
+  EXPECT_EQ(health.Check("GPU-a")->reason, "XID 62 on an unidentified GPU");
+  EXPECT_EQ(health.Check("GPU-b")->reason, "XID 62 on an unidentified GPU");
+}
+
 TEST_F(HealthTrackerTest, LostGpuReturnsWhenItAnswers) {
   HealthTracker health({.recover_after = absl::ZeroDuration()}, clock_);
   hw::Inventory inv;

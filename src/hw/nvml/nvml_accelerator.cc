@@ -182,7 +182,7 @@ void NvmlAccelerator::DescribeTopology(const std::vector<nvmlDevice_t>& devices,
   for (size_t i = 0; i < devices.size(); ++i) {
     for (size_t j = 0; j < devices.size(); ++j) {
       if (i == j) continue;
-      Link link{.peer_index = static_cast<int>(j)};
+      Link link{.peer_index = gpus[j].index};
       // Direct links to j, and links to switches j also reaches.
       int nvlinks = static_cast<int>(remotes[i].count(gpus[j].pci_bus_id));
       for (const auto& endpoint : std::set<std::string>(remotes[i].begin(), remotes[i].end())) {
@@ -228,10 +228,17 @@ absl::StatusOr<Inventory> NvmlAccelerator::Discover() {
   GPUOP_RETURN_IF_ERROR(Call(f.nvmlDeviceGetCount_v2, "nvmlDeviceGetCount_v2", -1, &count));
   std::vector<nvmlDevice_t> devices;
   for (unsigned int i = 0; i < count; ++i) {
-    GPUOP_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(static_cast<int>(i)));
-    GPUOP_ASSIGN_OR_RETURN(Gpu gpu, DescribeGpu(static_cast<int>(i), device));
-    devices.push_back(device);
-    inventory.gpus.push_back(std::move(gpu));
+    // Each GPU on its own: one that cannot be described is reported, not fatal.
+    const int index = static_cast<int>(i);
+    absl::StatusOr<nvmlDevice_t> device = Handle(index);
+    absl::StatusOr<Gpu> gpu = device.ok() ? DescribeGpu(index, *device) : device.status();
+    if (!gpu.ok()) {
+      inventory.unavailable.push_back(
+          {.index = index, .reason = std::string(gpu.status().message())});
+      continue;
+    }
+    devices.push_back(*device);
+    inventory.gpus.push_back(*std::move(gpu));
   }
   DescribeTopology(devices, inventory.gpus);
   return inventory;

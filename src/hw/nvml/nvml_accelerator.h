@@ -87,7 +87,14 @@ class NvmlAccelerator final : public Accelerator {
   mutable std::atomic<int64_t> calls_{0};
   absl::Mutex mu_;
   nvmlEventSet_t event_set_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::vector<nvmlDevice_t> event_devices_ ABSL_GUARDED_BY(mu_);
+  // The GPUs registered with the event set: the handle, index and UUID of each, so that an event
+  // is attributed even when its GPU no longer answers (a lost GPU fails every query).
+  struct EventDevice {
+    nvmlDevice_t device = nullptr;
+    int index = 0;
+    std::string uuid;
+  };
+  std::vector<EventDevice> event_devices_ ABSL_GUARDED_BY(mu_);
 };
 
 template <typename Fn, typename... Args>

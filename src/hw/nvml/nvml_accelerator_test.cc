@@ -266,6 +266,76 @@ TEST_F(NvmlAcceleratorTest, InjectedEventsArriveAndLostGpusAreReported) {
   EXPECT_FALSE(sample->gpus[6].lost);
 }
 
+TEST_F(NvmlAcceleratorTest, OneGpuWithoutAHandleNeverHidesTheOthers) {
+  // NVML answers NO_PERMISSION for a GPU whose device node this process may not open.
+  Open("l4-4x-pcie", /*with_control=*/true);
+  Control("fail 2 nvmlDeviceGetHandleByIndex_v2 NO_PERMISSION");
+  const Inventory inventory = Discover();
+  std::vector<int> indexes;
+  for (const Gpu& gpu : inventory.gpus) indexes.push_back(gpu.index);
+  EXPECT_EQ(indexes, (std::vector<int>{0, 1, 3}));
+  ASSERT_EQ(inventory.unavailable.size(), 1u);
+  EXPECT_EQ(inventory.unavailable[0].index, 2);
+  EXPECT_THAT(inventory.unavailable[0].reason, HasSubstr("nvmlDeviceGetHandleByIndex_v2"));
+  // Links name GPUs by the driver's index, not by position.
+  for (const Gpu& gpu : inventory.gpus) {
+    for (const Link& link : gpu.links) {
+      EXPECT_TRUE(link.peer_index == 0 || link.peer_index == 1 || link.peer_index == 3);
+      EXPECT_NE(link.peer_index, gpu.index);
+    }
+  }
+  const absl::StatusOr<Sample> sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  std::vector<int> sampled;
+  for (const GpuSample& gpu : sample->gpus) sampled.push_back(gpu.index);
+  EXPECT_EQ(sampled, (std::vector<int>{0, 1, 3}));
+  // Its events are missed; the other GPUs' arrive, named by index and UUID.
+  ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());
+  Control("xid 3 62");
+  std::vector<HardwareEvent> events;
+  for (int i = 0; i < 100 && events.empty(); ++i) {
+    absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
+    ASSERT_TRUE(got.ok()) << got.status();
+    events = *got;
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu_index, 3);
+  EXPECT_EQ(events[0].gpu_uuid, inventory.gpus[2].uuid);
+}
+
+TEST_F(NvmlAcceleratorTest, AGpuThatRefusesEventsLeavesTheOthersWatched) {
+  Open("l4-4x-pcie", /*with_control=*/true);
+  Control("fail 1 nvmlDeviceRegisterEvents UNKNOWN");
+  ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());
+  Control("xid 0 62");
+  std::vector<HardwareEvent> events;
+  for (int i = 0; i < 100 && events.empty(); ++i) {
+    absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
+    ASSERT_TRUE(got.ok()) << got.status();
+    events = *got;
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].gpu_index, 0);
+}
+
+TEST_F(NvmlAcceleratorTest, AnEventOfALostGpuIsStillAttributed) {
+  // A GPU off the bus answers nothing, its UUID included: the event carries the UUID read when
+  // the GPU was registered.
+  Open("l4-4x-pcie", /*with_control=*/true);
+  const std::string uuid = Discover().gpus[2].uuid;
+  ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());
+  Control("lost 2");
+  std::vector<HardwareEvent> events;
+  for (int i = 0; i < 100 && events.empty(); ++i) {
+    absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
+    ASSERT_TRUE(got.ok()) << got.status();
+    events = *got;
+  }
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].gpu_index, 2);
+  EXPECT_EQ(events[0].gpu_uuid, uuid);
+}
+
 TEST_F(NvmlAcceleratorTest, A100MigLayoutIsDiscoveredAndReconfigurable) {
   Open("a100-8x-mig");
   Inventory inv = Discover();

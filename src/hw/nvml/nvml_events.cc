@@ -20,27 +20,32 @@ absl::StatusOr<nvmlEventSet_t> NvmlAccelerator::EventSet() {
       f.nvmlEventSetWait_v2 == nullptr) {
     return absl::UnimplementedError(absl::StrCat("NVML events: not in ", lib_->path()));
   }
-  nvmlEventSet_t set = nullptr;
-  GPUOP_RETURN_IF_ERROR(Call(f.nvmlEventSetCreate, "nvmlEventSetCreate", -1, &set));
   unsigned int count = 0;
   GPUOP_RETURN_IF_ERROR(Call(f.nvmlDeviceGetCount_v2, "nvmlDeviceGetCount_v2", -1, &count));
-  std::vector<nvmlDevice_t> devices;
+  nvmlEventSet_t set = nullptr;
+  GPUOP_RETURN_IF_ERROR(Call(f.nvmlEventSetCreate, "nvmlEventSetCreate", -1, &set));
+  // Each GPU on its own: one without a handle, or whose registration fails, is left out (its
+  // events are missed, and discovery reports it) rather than leaving the others unwatched.
+  std::vector<EventDevice> devices;
   for (unsigned int i = 0; i < count; ++i) {
-    GPUOP_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(static_cast<int>(i)));
-    devices.push_back(device);
+    const int index = static_cast<int>(i);
+    absl::StatusOr<nvmlDevice_t> device = Handle(index);
+    if (!device.ok()) continue;
     // Only what the device supports; old devices support none of it, which is not an error.
     unsigned long long supported = 0;
     if (f.nvmlDeviceGetSupportedEventTypes != nullptr &&
-        f.nvmlDeviceGetSupportedEventTypes(device, &supported) != NVML_SUCCESS) {
+        f.nvmlDeviceGetSupportedEventTypes(*device, &supported) != NVML_SUCCESS) {
       continue;
     }
     const unsigned long long types = kWantedEvents & supported;
     if (types == 0) continue;
-    const nvmlReturn_t rc = f.nvmlDeviceRegisterEvents(device, types, set);
-    if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED) {
-      f.nvmlEventSetFree(set);
-      return lib_->Check(rc, "nvmlDeviceRegisterEvents", absl::StrCat("GPU ", i));
+    if (f.nvmlDeviceRegisterEvents(*device, types, set) != NVML_SUCCESS) continue;
+    EventDevice registered{.device = *device, .index = index};
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {0};
+    if (f.nvmlDeviceGetUUID(*device, uuid, sizeof(uuid)) == NVML_SUCCESS) {
+      registered.uuid = std::string(uuid, strnlen(uuid, sizeof(uuid)));
     }
+    devices.push_back(std::move(registered));
   }
   event_set_ = set;
   event_devices_ = std::move(devices);
@@ -64,13 +69,19 @@ absl::StatusOr<std::vector<HardwareEvent>> NvmlAccelerator::WaitEvents(absl::Dur
       if (!events.empty()) break;
       return lib_->Check(rc, "nvmlEventSetWait_v2", "event set");
     }
-    HardwareEvent event{.time = clock_.Now()};
-    for (size_t i = 0; i < event_devices_.size(); ++i) {
-      if (event_devices_[i] == data.device) event.gpu_index = static_cast<int>(i);
+    // Attributed by the handle registered; an event of no GPU gpuop knows stays unattributed
+    // (index -1, no UUID), never charged to GPU 0.
+    HardwareEvent event{.gpu_index = -1, .time = clock_.Now()};
+    for (const EventDevice& registered : event_devices_) {
+      if (registered.device != data.device) continue;
+      event.gpu_index = registered.index;
+      event.gpu_uuid = registered.uuid;
     }
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {0};
-    if (f.nvmlDeviceGetUUID(data.device, uuid, sizeof(uuid)) == NVML_SUCCESS) {
-      event.gpu_uuid = std::string(uuid, strnlen(uuid, sizeof(uuid)));
+    if (event.gpu_uuid.empty() && data.device != nullptr) {
+      char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {0};
+      if (f.nvmlDeviceGetUUID(data.device, uuid, sizeof(uuid)) == NVML_SUCCESS) {
+        event.gpu_uuid = std::string(uuid, strnlen(uuid, sizeof(uuid)));
+      }
     }
     if (data.eventType & nvmlEventTypeXidCriticalError) {
       event.kind = HardwareEvent::Kind::kXid;

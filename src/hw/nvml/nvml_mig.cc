@@ -179,8 +179,11 @@ absl::StatusOr<MigDevice> NvmlAccelerator::CreateMigDevice(int gpu_index,
     return created;
   }
   GPUOP_ASSIGN_OR_RETURN(Inventory inventory, Discover());
-  for (const MigDevice& m : inventory.gpus.at(static_cast<size_t>(gpu_index)).mig_devices) {
-    if (m.gpu_instance_id == gi_info.id) return m;
+  for (const Gpu& gpu : inventory.gpus) {
+    if (gpu.index != gpu_index) continue;
+    for (const MigDevice& m : gpu.mig_devices) {
+      if (m.gpu_instance_id == gi_info.id) return m;
+    }
   }
   return absl::InternalError(absl::StrCat("GPU ", gpu_index, ": created GPU instance ", gi_info.id,
                                           " but no MIG device reports it"));

@@ -207,9 +207,10 @@ absl::StatusOr<Sample> NvmlAccelerator::TakeSample() {
       // A GPU that fell off the bus may no longer hand out a handle.
       if (device.status().code() == absl::StatusCode::kUnavailable) {
         sample.gpus.push_back(GpuSample{.index = static_cast<int>(i), .lost = true});
-        continue;
       }
-      return device.status();
+      // Any other error (NO_PERMISSION for a GPU this process may not open): that GPU has no
+      // sample, the others do; discovery lists it as unavailable.
+      continue;
     }
     sample.gpus.push_back(SampleGpu(static_cast<int>(i), *device));
   }
