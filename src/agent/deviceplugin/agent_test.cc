@@ -395,11 +395,20 @@ sharing:
 TEST_F(DevicePluginAgentTest, LostGpuIsUnhealthyAndRecovers) {
   Start("h100-8x-nvswitch", "", {.recover_after = absl::ZeroDuration()});
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
+  const std::string uuid = nvml_->Discover()->gpus[4].uuid;
   Control("lost 4");
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 7, kWait).ok());
   auto resource = kubelet_->Resource("nvidia.com/gpu");
   EXPECT_EQ(resource->capacity, 8);
   EXPECT_EQ(resource->allocatable, 7);
+  // The driver's XID 79 arrives first (attributed by the UUID read at registration); the GPU
+  // is recovered once a sample has seen it off the bus, as a reset would find it.
+  for (int i = 0; i < 400; ++i) {
+    const std::optional<Unhealthy> bad = agent_->health().Check(uuid);
+    if (bad.has_value() && bad->code == "GpuLost") break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(agent_->health().Check(uuid).value_or(Unhealthy{}).code, "GpuLost");
   Control("recover 4");
   EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
 }

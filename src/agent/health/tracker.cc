@@ -5,6 +5,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace gpuop::agent {
+namespace {
+
+constexpr uint64_t kXidFallenOffTheBus = 79;
+
+}  // namespace
 
 bool HealthTracker::Expired(const Condition& c, absl::Time now) const {
   return policy_.recover_after > absl::ZeroDuration() && now - c.last >= policy_.recover_after;
@@ -51,6 +56,7 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
         } else {
           changed = changed || !gpu.event.has_value();
           Set(gpu.event, "XidError", reason, at);
+          gpu.event->xid = e.xid;
         }
         break;
       }
@@ -110,6 +116,8 @@ bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sa
     }
     if (gpu.lost.has_value()) {
       gpu.lost.reset();  // It answers again.
+      // XID 79 is the driver's report of that loss ("fallen off the bus"): it ends with it.
+      if (gpu.event.has_value() && gpu.event->xid == kXidFallenOffTheBus) gpu.event.reset();
       changed = true;
     }
     changed = Track(gpu.remap_failure, s.remapped_rows_failure.value_or(false), "RowRemapFailure",

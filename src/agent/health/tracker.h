@@ -74,7 +74,8 @@ class HealthTracker {
     std::string code;
     std::string reason;
     absl::Time since;
-    absl::Time last;  // the latest occurrence
+    absl::Time last;   // the latest occurrence
+    uint64_t xid = 0;  // the XID behind an XidError
   };
   struct GpuHealth {
     std::optional<Condition> event;  // XID / ECC, recovers after quiet time

@@ -81,6 +81,17 @@ TEST_F(HealthTrackerTest, LostGpuReturnsWhenItAnswers) {
   EXPECT_TRUE(health.Observe(inv, back));
   EXPECT_FALSE(health.Check("GPU-a").has_value());
 
+  // The driver reports the loss as XID 79, which ends when the GPU answers again; another XID
+  // does not.
+  EXPECT_TRUE(health.Observe(inv, lost));
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 79)}));
+  EXPECT_TRUE(health.Observe(inv, back));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+  EXPECT_TRUE(health.Observe(inv, lost));
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 62)}));
+  EXPECT_TRUE(health.Observe(inv, back));
+  EXPECT_EQ(health.Check("GPU-a")->reason, "XID 62");
+
   hw::Sample remap{.gpus = {{.index = 0, .remapped_rows_failure = true}}};
   EXPECT_TRUE(health.Observe(inv, remap));
   EXPECT_EQ(health.Check("GPU-a")->reason, "row remap failure");

@@ -232,12 +232,19 @@ absl::StatusOr<Inventory> NvmlAccelerator::Discover() {
     const int index = static_cast<int>(i);
     absl::StatusOr<nvmlDevice_t> device = Handle(index);
     absl::StatusOr<Gpu> gpu = device.ok() ? DescribeGpu(index, *device) : device.status();
-    if (!gpu.ok()) {
+    absl::MutexLock lock(&described_mu_);
+    if (gpu.ok()) {
+      described_[index] = *gpu;
+    } else if (auto known = described_.find(index);
+               gpu.status().code() == absl::StatusCode::kUnavailable && known != described_.end()) {
+      gpu = known->second;  // lost since: still in the machine, as last described
+      gpu->links.clear();
+    } else {
       inventory.unavailable.push_back(
           {.index = index, .reason = std::string(gpu.status().message())});
       continue;
     }
-    devices.push_back(*device);
+    devices.push_back(device.ok() ? *device : nullptr);
     inventory.gpus.push_back(*std::move(gpu));
   }
   DescribeTopology(devices, inventory.gpus);

@@ -2,6 +2,7 @@
 #define GPUOP_HW_NVML_NVML_ACCELERATOR_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,10 @@ class NvmlAccelerator final : public Accelerator {
     std::string uuid;
   };
   std::vector<EventDevice> event_devices_ ABSL_GUARDED_BY(mu_);
+  // Each GPU as last described, by index: a GPU that falls off the bus is still in the machine,
+  // so Discover keeps listing it (its samples say lost) instead of dropping it.
+  absl::Mutex described_mu_;
+  std::map<int, Gpu> described_ ABSL_GUARDED_BY(described_mu_);
 };
 
 template <typename Fn, typename... Args>
