@@ -30,11 +30,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
-#include "common/process.h"
 #include "agent/runtime/configurator.h"
 #include "agent/runtime/containerd.h"
 #include "agent/runtime/fake_restarter.h"
 #include "agent/runtime/toml_util.h"
+#include "common/process.h"
 #include "test/cluster/control_plane.h"
 
 namespace gpuop::agent::runtime {
@@ -193,10 +193,10 @@ class RuntimeContainerdRealTest : public ::testing::Test {
         "mount --bind ", root_.string(), "/etc /etc && mount -t tmpfs gpuop-run /run && exec ",
         containerd_.string(), " --config /etc/containerd/config.toml --root ", root_.string(),
         "/lib --state /run/containerd --address ", socket.string());
-    absl::StatusOr<common::Subprocess> daemon = common::Subprocess::Spawn(
-        {.argv = {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-                  script},
-         .output_path = root_ / "containerd.log"});
+    absl::StatusOr<common::Subprocess> daemon =
+        common::Subprocess::Spawn({.argv = {"/usr/bin/unshare", "--mount", "--propagation",
+                                            "private", "/bin/sh", "-c", script},
+                                   .output_path = root_ / "containerd.log"});
     if (!daemon.ok()) return daemon.status();
     const fs::path crictl = ::gpuop::test::DefaultNodeBinDir() / "crictl";
     const std::string ask = absl::StrCat(crictl.string(), " --runtime-endpoint unix://",
@@ -320,8 +320,8 @@ TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandler
     const absl::StatusOr<nlohmann::json> info = StartAndAskCri();
     ASSERT_TRUE(info.ok()) << info.status();
     bool runtime_ready = false;
-    for (const nlohmann::json& condition : info->value("/status/conditions"_json_pointer,
-                                                       nlohmann::json::array())) {
+    for (const nlohmann::json& condition :
+         info->value("/status/conditions"_json_pointer, nlohmann::json::array())) {
       if (condition.value("type", "") == "RuntimeReady") {
         runtime_ready = condition.value("status", false);
       }
@@ -341,9 +341,8 @@ TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandler
 TEST_F(RuntimeContainerdRealTest, TheStartCheckSeesACriPluginThatFails) {
   // The negative control of the start check: a default runtime that no table defines fails the
   // CRI plugin when containerd starts, although config dump loads the file.
-  Put(kContainerdConfigPath,
-      absl::StrReplaceAll(kV3, {{"default_runtime_name = \"runc\"",
-                                 "default_runtime_name = \"missing\""}}));
+  Put(kContainerdConfigPath, absl::StrReplaceAll(kV3, {{"default_runtime_name = \"runc\"",
+                                                        "default_runtime_name = \"missing\""}}));
   EXPECT_TRUE(Dump().ok());
   EXPECT_FALSE(StartAndAskCri().ok());
 }

@@ -167,6 +167,21 @@ std::vector<PresetCase> Cases() {
                        {"nvidia.com/gpu.replicas", "4"},
                        {"nvidia.com/gpu.sharing-strategy", "time-slicing"},
                    })});
+  // MPS 4 x: as time-slicing with strategy mps, and the node is MPS-capable (where the MPS
+  // control daemon runs).
+  DevicePluginConfig mps =
+      Config(MigStrategy::kNone, {{.resource = "nvidia.com/gpu", .replicas = 4}});
+  mps.sharing_strategy = SharingStrategy::kMps;
+  mps.mps = true;
+  cases.push_back({"h100, mps", "h100-8x-nvswitch", "PowerEdge XE9680", mps, nullptr,
+                   H100({
+                       {"nvidia.com/gpu.count", "8"},
+                       {"nvidia.com/gpu.memory", "81559"},
+                       {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED"},
+                       {"nvidia.com/gpu.replicas", "4"},
+                       {"nvidia.com/gpu.sharing-strategy", "mps"},
+                       {"nvidia.com/mps.capable", "true"},
+                   })});
   cases.push_back({"h100, single, 56 x 1g.10gb", "h100-8x-nvswitch", "PowerEdge XE9680",
                    Config(MigStrategy::kSingle), CarveH100s,
                    H100Single("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "1", "none")});

@@ -159,8 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ContainerdSample{
                           "imports", "containerd_imports.toml", "registry.toml\",",
                           "registry.toml\", \"/etc/containerd/conf.d/99-gpuop*.toml\""},
-                      ContainerdSample{"v1", "containerd_v1.toml", "\nroot =",
-                                       absl::StrCat("\n", kImportsLine, "root =")}),
+                      ContainerdSample{"v1", "containerd_v1.toml",
+                                       "\nroot =", absl::StrCat("\n", kImportsLine, "root =")}),
     [](const ::testing::TestParamInfo<ContainerdSample>& param) { return param.param.name; });
 
 TEST_F(RuntimeConfiguratorTest, RefusedConfigsAreLeftUntouched) {

@@ -286,8 +286,8 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
   // which replaces the CRI plugin's table per file: there it holds the whole table.
   const bool minimal = config.version >= 3;
   const toml::table node_cri = cri;
-  GPUOP_RETURN_IF_ERROR(ApplyOptions(cri, cri_path, options, /*explicit_runc=*/!minimal, main_file,
-                                     notes));
+  GPUOP_RETURN_IF_ERROR(
+      ApplyOptions(cri, cri_path, options, /*explicit_runc=*/!minimal, main_file, notes));
   toml::table plugins;
   plugins.insert(config.cri_plugin, minimal ? DeepDiff(cri, node_cri) : std::move(cri));
   toml::table drop_in;

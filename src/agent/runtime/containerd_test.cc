@@ -149,8 +149,8 @@ TEST(RuntimeContainerdTest, AVersion1FileGetsItsImportsAheadOfItsTables) {
   const std::string original = Testdata("containerd_v1.toml");
   absl::StatusOr<std::string> edited = AddContainerdImport(original);
   ASSERT_TRUE(edited.ok()) << edited.status();
-  EXPECT_EQ(*edited, absl::StrReplaceAll(original, {{"\nroot =", absl::StrCat("\n", line,
-                                                                               "root =")}}));
+  EXPECT_EQ(*edited,
+            absl::StrReplaceAll(original, {{"\nroot =", absl::StrCat("\n", line, "root =")}}));
   struct Case {
     std::string before;
     std::string after;
@@ -245,11 +245,11 @@ TEST(RuntimeContainerdTest, TheNewMainFileKeepsContainerdsDefaults) {
   // Nothing but the version both 1.7 and 2.x read and the import: no default is set apart.
   const std::string created = NewContainerdConfig();
   const toml::table table = Parse(created);
-  EXPECT_EQ(table, (toml::table{{"version", 2},
-                                {"imports", toml::array{"/etc/containerd/conf.d/99-gpuop*.toml"}}}));
+  EXPECT_EQ(table,
+            (toml::table{{"version", 2},
+                         {"imports", toml::array{"/etc/containerd/conf.d/99-gpuop*.toml"}}}));
   EXPECT_EQ(AddContainerdImport(created).value_or(""), created);
-  const absl::StatusOr<std::string> drop_in =
-      RenderContainerdDropIn(created, {}, RuntimeOptions());
+  const absl::StatusOr<std::string> drop_in = RenderContainerdDropIn(created, {}, RuntimeOptions());
   ASSERT_TRUE(drop_in.ok()) << drop_in.status();
   const auto cri = Parse(*drop_in)["plugins"]["io.containerd.grpc.v1.cri"];
   EXPECT_EQ(cri["enable_cdi"].value<bool>(), true);
