@@ -7,9 +7,9 @@
 #include "agent/deviceplugin/config_source.h"
 #include "agent/mps/control.h"
 #include "agent/mps/manager.h"
-#include "agent/node/node_label_watch.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
+#include "cmd/gpuop-agent/config_label.h"
 #include "common/signals.h"
 #include "hw/model.h"
 
@@ -86,30 +86,12 @@ void AddMpsDaemonCommand(CLI::App& app) {
       std::fprintf(stderr, "mps-daemon: %s\n", started.ToString().c_str());
       std::exit(1);
     }
-    std::unique_ptr<kube::Client> client;
-    std::unique_ptr<agent::NodeLabelWatch> label_watch;
-    if (!flags->node_name.empty()) {
-      absl::StatusOr<std::unique_ptr<kube::Client>> made =
-          MakeClient(flags->kubeconfig, "agent-mps-daemon");
-      if (made.ok()) {
-        client = *std::move(made);
-        label_watch = std::make_unique<agent::NodeLabelWatch>(
-            *client, flags->node_name, agent::ConfigSource::kNodeLabel,
-            [&source, &manager](const std::string& value) {
-              source.SetSelected(value);
-              if (absl::Status s = manager.Apply(); !s.ok()) {
-                std::fprintf(stderr, "mps-daemon: %s\n", s.ToString().c_str());
-              }
-            });
-        label_watch->Start();
-      } else {
-        std::fprintf(stderr, "mps-daemon: no node label selection: %s\n",
-                     made.status().ToString().c_str());
-      }
-    }
+    auto label = std::make_unique<ConfigLabelFollower>(flags->node_name, flags->kubeconfig,
+                                                       "agent-mps-daemon", "mps-daemon", source,
+                                                       [&manager] { return manager.Apply(); });
     const int sig = common::WaitForTerminationSignal();
     std::fprintf(stderr, "mps-daemon: signal %d, quitting the daemons\n", sig);
-    if (label_watch) label_watch->Stop();
+    label.reset();
     manager.Stop();
   });
 }
