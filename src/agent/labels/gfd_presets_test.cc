@@ -219,6 +219,18 @@ std::vector<PresetCase> Cases() {
               {{.resource = "nvidia.com/mig-1g.5gb", .replicas = 3},
                {.resource = "nvidia.com/gpu", .rename = "nvidia.com/gpu.shared", .replicas = 2}}),
        nullptr, shared});
+  // MPS for the whole GPUs of a node whose other GPUs have MIG enabled: the whole GPUs' labels
+  // say mps, but the node is not MPS-capable (GFD fails there; no MPS daemon runs).
+  NodeLabels mps_mig = A100Mixed();
+  mps_mig["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-40GB-SHARED";
+  mps_mig["nvidia.com/gpu.replicas"] = "2";
+  mps_mig["nvidia.com/gpu.sharing-strategy"] = "mps";
+  DevicePluginConfig mps_mixed =
+      Config(MigStrategy::kMixed, {{.resource = "nvidia.com/gpu", .replicas = 2}});
+  mps_mixed.sharing_strategy = SharingStrategy::kMps;
+  mps_mixed.mps = true;
+  cases.push_back(
+      {"a100, mixed, mps beside MIG", "a100-8x-mig", "DGX A100", mps_mixed, nullptr, mps_mig});
   // Four "NVIDIA L4", 23034 MiB, compute capability 8.9 (ada-lovelace), not MIG-capable, no
   // DMI product name (machine "unknown").
   cases.push_back({"l4, strategy none", "l4-4x-pcie", nullptr, Config(MigStrategy::kNone), nullptr,
