@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "operator/nodes/node_labels.h"
+#include "operator/render/render.h"
 
 namespace gpuop::op::render {
 
@@ -194,7 +195,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.privileged = true;
       s.waits_for_driver = c.validator;
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
-      s.extra_node_selector = {{"nvidia.com/mps.capable", "true"}};
+      s.extra_node_selector = {{kMpsCapableLabel, "true"}};
       break;
     case Component::kDriver:
       break;  // DriverSpecFor
