@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/cdi/driver_files.h"
 #include "agent/deviceplugin/config_source.h"
 #include "agent/mps/control.h"
 #include "agent/mps/manager.h"
@@ -63,7 +66,10 @@ void AddMpsDaemonCommand(CLI::App& app) {
     }
     const std::filesystem::path seen = std::filesystem::path(flags->hardware.host_root) /
                                        std::filesystem::path(driver_root).relative_path();
-    absl::StatusOr<std::filesystem::path> binary = agent::mps::FindControlProgram(seen);
+    // Where the driver keeps its binaries and libraries, as gpuop's CDI spec finds them.
+    const agent::cdi::DriverFilesOptions driver_layout;
+    absl::StatusOr<std::filesystem::path> binary =
+        agent::mps::FindControlProgram(seen, driver_layout.binary_dirs);
     if (!binary.ok()) {
       std::fprintf(stderr, "mps-daemon: %s\n", binary.status().ToString().c_str());
       std::exit(1);
@@ -76,7 +82,18 @@ void AddMpsDaemonCommand(CLI::App& app) {
       std::fprintf(stderr, "mps-daemon: no NVIDIA GPUs (NVML did not load)\n");
       std::exit(1);
     }
-    agent::mps::ProcessControlProgram control(*binary, std::filesystem::temp_directory_path());
+    // The control daemon starts nvidia-cuda-mps-server from the driver, which needs the driver's
+    // libraries: this container has none of its own.
+    std::vector<std::string> library_path;
+    for (const std::string& dir : driver_layout.library_dirs) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(seen / dir, ec))
+        library_path.push_back((seen / dir).string());
+    }
+    agent::mps::ProcessControlProgram control(
+        *binary, std::filesystem::temp_directory_path(), absl::Seconds(30),
+        {absl::StrCat("PATH=", binary->parent_path().string(), ":/usr/bin:/bin"),
+         absl::StrCat("LD_LIBRARY_PATH=", absl::StrJoin(library_path, ":"))});
     agent::ConfigSource source(flags->config_dir, flags->config_name);
     agent::mps::Manager manager(*nvidia, control, source,
                                 {.root = flags->mps_root,

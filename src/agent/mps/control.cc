@@ -20,8 +20,11 @@ constexpr char kControlProgram[] = "nvidia-cuda-mps-control";
 
 ProcessControlProgram::ProcessControlProgram(std::filesystem::path binary,
                                              std::filesystem::path scratch_dir,
-                                             absl::Duration timeout)
-    : binary_(std::move(binary)), scratch_dir_(std::move(scratch_dir)), timeout_(timeout) {}
+                                             absl::Duration timeout, std::vector<std::string> env)
+    : binary_(std::move(binary)),
+      scratch_dir_(std::move(scratch_dir)),
+      timeout_(timeout),
+      env_(std::move(env)) {}
 
 absl::StatusOr<std::string> ProcessControlProgram::Run(const ControlDirs& dirs,
                                                        const std::vector<std::string>& args,
@@ -38,12 +41,11 @@ absl::StatusOr<std::string> ProcessControlProgram::Run(const ControlDirs& dirs,
   std::vector<std::string> argv = {binary_.string()};
   argv.insert(argv.end(), args.begin(), args.end());
   const std::string what = absl::StrJoin(argv, " ");
+  std::vector<std::string> env = env_;
+  env.push_back(absl::StrCat(kPipeDirEnv, "=", dirs.pipe_dir.string()));
+  env.push_back(absl::StrCat(kLogDirEnv, "=", dirs.log_dir.string()));
   absl::StatusOr<common::Subprocess> child =
-      common::Subprocess::Spawn({.argv = argv,
-                                 .env = {absl::StrCat(kPipeDirEnv, "=", dirs.pipe_dir.string()),
-                                         absl::StrCat(kLogDirEnv, "=", dirs.log_dir.string())},
-                                 .output_path = out,
-                                 .input_path = in});
+      common::Subprocess::Spawn({.argv = argv, .env = env, .output_path = out, .input_path = in});
   if (!child.ok()) return child.status();
   absl::StatusOr<int> waited = child->Wait(timeout_);
   if (!waited.ok()) {
@@ -71,9 +73,10 @@ absl::StatusOr<std::string> ProcessControlProgram::Send(const ControlDirs& dirs,
   return Run(dirs, {}, command);
 }
 
-absl::StatusOr<std::filesystem::path> FindControlProgram(const std::filesystem::path& driver_root) {
+absl::StatusOr<std::filesystem::path> FindControlProgram(
+    const std::filesystem::path& driver_root, const std::vector<std::string>& binary_dirs) {
   std::vector<std::string> looked;
-  for (const char* dir : {"usr/bin", "usr/sbin", "bin", "sbin"}) {
+  for (const std::string& dir : binary_dirs) {
     const std::filesystem::path candidate = driver_root / dir / kControlProgram;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
     looked.push_back(candidate.string());

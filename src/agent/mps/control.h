@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -34,11 +35,15 @@ class ControlProgram {
 };
 
 // ControlProgram over common::Subprocess: runs `binary` with its standard input and output in
-// files under `scratch_dir`, each run stopped after `timeout`.
+// files under `scratch_dir`, each run stopped after `timeout`, with `env` ("NAME=value") added
+// to the environment: the daemon starts nvidia-cuda-mps-server, which needs the driver's
+// binaries on PATH and its libraries on LD_LIBRARY_PATH when the driver is not the
+// container's own.
 class ProcessControlProgram final : public ControlProgram {
  public:
   ProcessControlProgram(std::filesystem::path binary, std::filesystem::path scratch_dir,
-                        absl::Duration timeout = absl::Seconds(30));
+                        absl::Duration timeout = absl::Seconds(30),
+                        std::vector<std::string> env = {});
   absl::Status StartDaemon(const ControlDirs& dirs) override;
   absl::StatusOr<std::string> Send(const ControlDirs& dirs, const std::string& command) override;
 
@@ -50,12 +55,13 @@ class ProcessControlProgram final : public ControlProgram {
   const std::filesystem::path binary_;
   const std::filesystem::path scratch_dir_;
   const absl::Duration timeout_;
+  const std::vector<std::string> env_;
 };
 
-// Where nvidia-cuda-mps-control is under `driver_root` as this process sees it (the first of
-// usr/bin, usr/sbin, bin, sbin that has it); NotFound naming the places looked at.
+// Where nvidia-cuda-mps-control is under `driver_root` as this process sees it: the first of
+// `binary_dirs` (relative to it) that has it; NotFound naming the places looked at.
 [[nodiscard]] absl::StatusOr<std::filesystem::path> FindControlProgram(
-    const std::filesystem::path& driver_root);
+    const std::filesystem::path& driver_root, const std::vector<std::string>& binary_dirs);
 
 }  // namespace gpuop::agent::mps
 

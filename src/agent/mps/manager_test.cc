@@ -145,5 +145,32 @@ TEST_F(MpsManagerTest, AnotherMpsRootIsRefusedByName) {
   EXPECT_TRUE(manager_->running().empty());
 }
 
+TEST(ProcessControlProgramTest, TheCommandIsTheProgramsInputAndTheEnvironmentItsOwn) {
+  fakes::TempDir dir;
+  // A shell reads its commands from standard input as the control program does.
+  ProcessControlProgram shell("/bin/sh", dir.path(), absl::Seconds(10),
+                              {"LD_LIBRARY_PATH=/driver/usr/lib64"});
+  const ControlDirs dirs{dir.path() / "pipe", dir.path() / "log"};
+  auto out = shell.Send(dirs, "echo \"$LD_LIBRARY_PATH $CUDA_MPS_PIPE_DIRECTORY\"");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, absl::StrCat("/driver/usr/lib64 ", dirs.pipe_dir.string(), "\n"));
+  auto failed = shell.Send(dirs, "echo refused; exit 3");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("exited with code 3: refused"));
+}
+
+TEST(FindControlProgramTest, LooksInTheDriversBinaryDirectories) {
+  fakes::TempDir root;
+  auto missing = FindControlProgram(root.path(), {"usr/bin", "usr/sbin"});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr((root.path() / "usr/sbin/nvidia-cuda-mps-control").string()));
+  std::filesystem::create_directories(root.path() / "usr/sbin");
+  std::filesystem::copy_file(GPUOP_FAKE_MPS_CONTROL,
+                             root.path() / "usr/sbin/nvidia-cuda-mps-control");
+  EXPECT_EQ(FindControlProgram(root.path(), {"usr/bin", "usr/sbin"}).value_or(""),
+            root.path() / "usr/sbin/nvidia-cuda-mps-control");
+}
+
 }  // namespace
 }  // namespace gpuop::agent::mps
