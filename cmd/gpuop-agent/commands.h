@@ -17,6 +17,7 @@ void AddValidateCommand(CLI::App& app);
 void AddExporterCommand(CLI::App& app);
 void AddMigCommand(CLI::App& app);
 void AddPowerCommand(CLI::App& app);
+void AddMpsDaemonCommand(CLI::App& app);
 void AddDriverSafeLoadCommand(CLI::App& app);
 
 }  // namespace gpuop::cmd

@@ -5,9 +5,9 @@
 
 #include "agent/cdi/kinds.h"
 #include "agent/deviceplugin/agent.h"
-#include "agent/node/node_label_watch.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
+#include "cmd/gpuop-agent/config_label.h"
 #include "common/signals.h"
 
 namespace gpuop::cmd {
@@ -73,27 +73,9 @@ void AddDevicePluginCommand(CLI::App& app) {
       std::exit(1);
     }
     // The node's label picks the configuration, as with NVIDIA's plugin.
-    std::unique_ptr<kube::Client> client;
-    std::unique_ptr<agent::NodeLabelWatch> label_watch;
-    if (!flags->node_name.empty()) {
-      absl::StatusOr<std::unique_ptr<kube::Client>> made =
-          MakeClient(flags->kubeconfig, "agent-device-plugin");
-      if (made.ok()) {
-        client = *std::move(made);
-        label_watch = std::make_unique<agent::NodeLabelWatch>(
-            *client, flags->node_name, agent::ConfigSource::kNodeLabel,
-            [&source, &plugin](const std::string& value) {
-              source.SetSelected(value);
-              if (absl::Status s = plugin.Replan(); !s.ok()) {
-                std::fprintf(stderr, "device-plugin: %s\n", s.ToString().c_str());
-              }
-            });
-        label_watch->Start();
-      } else {
-        std::fprintf(stderr, "device-plugin: no node label selection: %s\n",
-                     made.status().ToString().c_str());
-      }
-    }
+    auto label = std::make_unique<ConfigLabelFollower>(
+        flags->node_name, flags->kubeconfig, "agent-device-plugin", "device-plugin", source,
+        [&plugin] { return plugin.Replan(); });
     for (const auto& resource : plugin.manager().resources()) {
       std::fprintf(stderr, "device-plugin: serving %s\n", resource.c_str());
     }
@@ -104,7 +86,7 @@ void AddDevicePluginCommand(CLI::App& app) {
     }
     const int sig = common::WaitForTerminationSignal();
     std::fprintf(stderr, "device-plugin: signal %d, stopping\n", sig);
-    if (label_watch) label_watch->Stop();
+    label.reset();
     plugin.Stop();
   });
 }

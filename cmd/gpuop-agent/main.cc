@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   gpuop::cmd::AddExporterCommand(app);
   gpuop::cmd::AddMigCommand(app);
   gpuop::cmd::AddPowerCommand(app);
+  gpuop::cmd::AddMpsDaemonCommand(app);
   gpuop::cmd::AddDriverSafeLoadCommand(app);
   using gpuop::common::AddPlannedSubcommand;
   AddPlannedSubcommand(app, "dra-plugin",

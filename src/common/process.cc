@@ -45,7 +45,7 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
 // Runs in the child between fork and exec: only async-signal-safe calls. Reports a failure's
 // errno through `report_fd` and exits.
 [[noreturn]] void ExecChild(const SpawnOptions& options, pid_t parent, char* const* argv,
-                            char* const* envp, int output_fd, int report_fd) {
+                            char* const* envp, int output_fd, int input_fd, int report_fd) {
   auto fail = [report_fd](int err) {
     (void)!write(report_fd, &err, sizeof(err));
     _exit(127);
@@ -63,8 +63,12 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   if (output_fd >= 0) {
     if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0) fail(errno);
   }
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  if (input_fd >= 0) {
+    if (dup2(input_fd, STDIN_FILENO) < 0) fail(errno);
+  } else {
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  }
   if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail(errno);
   execve(argv[0], argv, envp);
   fail(errno);
@@ -100,19 +104,33 @@ absl::StatusOr<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
                                                      options.output_path.string()));
     }
   }
+  int input_fd = -1;
+  if (!options.input_path.empty()) {
+    input_fd = open(options.input_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (input_fd < 0) {
+      const int err = errno;
+      if (output_fd >= 0) close(output_fd);
+      return absl::ErrnoToStatus(
+          err, absl::StrCat("spawn ", program, ": open input file ", options.input_path.string()));
+    }
+  }
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) {
     const int err = errno;
     if (output_fd >= 0) close(output_fd);
+    if (input_fd >= 0) close(input_fd);
     return absl::ErrnoToStatus(err, absl::StrCat("spawn ", program, ": pipe"));
   }
 
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) ExecChild(options, parent, argv.data(), envp.data(), output_fd, report[1]);
+  if (pid == 0) {
+    ExecChild(options, parent, argv.data(), envp.data(), output_fd, input_fd, report[1]);
+  }
   const int fork_errno = errno;
   close(report[1]);
   if (output_fd >= 0) close(output_fd);
+  if (input_fd >= 0) close(input_fd);
   if (pid < 0) {
     close(report[0]);
     return absl::ErrnoToStatus(fork_errno, absl::StrCat("spawn ", program, ": fork"));

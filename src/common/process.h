@@ -21,6 +21,8 @@ struct SpawnOptions {
   std::vector<std::string> env;
   // stdout and stderr are appended to this file when set; otherwise they are inherited.
   std::filesystem::path output_path;
+  // The child reads its stdin from this file when set; otherwise from /dev/null.
+  std::filesystem::path input_path;
   // The child's working directory; the caller's when empty.
   std::filesystem::path working_dir;
   // The child leads a process group of its own, so a terminal's Ctrl-C reaches only the parent,

@@ -66,6 +66,18 @@ TEST_F(ProcessTest, WritesOutputEnvironmentAndWorkingDirectory) {
   EXPECT_EQ(ReadOutput(out), "hello\n" + fs::canonical(dir_).string() + "\nerr\n");
 }
 
+TEST_F(ProcessTest, ReadsItsInputFromAFile) {
+  const fs::path in = dir_ / "in.txt";
+  const fs::path out = dir_ / "out.log";
+  std::ofstream(in) << "get_default_active_thread_percentage";
+  auto p = Subprocess::Spawn({.argv = {"/bin/cat"}, .output_path = out, .input_path = in});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->Wait(absl::Seconds(10)).ok());
+  EXPECT_EQ(ReadOutput(out), "get_default_active_thread_percentage");
+  auto missing = Subprocess::Spawn({.argv = {"/bin/cat"}, .input_path = dir_ / "none"});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+}
+
 TEST_F(ProcessTest, WaitTimesOutWhileRunning) {
   auto p = Subprocess::Spawn({.argv = {"/bin/sleep", "30"}});
   ASSERT_TRUE(p.ok()) << p.status();

@@ -11,6 +11,23 @@
 
 namespace gpuop::hw {
 
+// Who may create contexts on a GPU (NVIDIA's compute modes): anyone (kDefault), one process at a
+// time (kExclusiveProcess; MPS sharing runs every client through its one server process), or
+// nobody (kProhibited).
+enum class ComputeMode { kDefault, kExclusiveProcess, kProhibited };
+// NVIDIA's names: DEFAULT, EXCLUSIVE_PROCESS, PROHIBITED.
+inline std::string ComputeModeName(ComputeMode mode) {
+  switch (mode) {
+    case ComputeMode::kDefault:
+      break;
+    case ComputeMode::kExclusiveProcess:
+      return "EXCLUSIVE_PROCESS";
+    case ComputeMode::kProhibited:
+      return "PROHIBITED";
+  }
+  return "DEFAULT";
+}
+
 // One vendor's view of the node's accelerators. Backends: NVIDIA over NVML (hw/nvml), AMD over
 // sysfs (hw/amd). A node with no GPUs of the vendor gets an empty Inventory, not an error.
 //
@@ -45,6 +62,17 @@ class Accelerator {
   // Destroys the compute instance and GPU instance of a MIG device.
   [[nodiscard]] virtual absl::Status DestroyMigDevice(int gpu_index,
                                                       unsigned int gpu_instance_id) = 0;
+  // The GPU's compute mode (NVIDIA: EXCLUSIVE_PROCESS under MPS sharing). Unimplemented unless
+  // the backend has compute modes.
+  [[nodiscard]] virtual absl::Status SetComputeMode(int gpu_index, ComputeMode mode) {
+    (void)gpu_index;
+    (void)mode;
+    return absl::UnimplementedError("compute modes are NVIDIA's");
+  }
+  [[nodiscard]] virtual absl::StatusOr<ComputeMode> GetComputeMode(int gpu_index) {
+    (void)gpu_index;
+    return absl::UnimplementedError("compute modes are NVIDIA's");
+  }
 };
 
 }  // namespace gpuop::hw

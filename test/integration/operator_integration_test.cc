@@ -120,6 +120,21 @@ TEST_F(OperatorIntegrationTest, ConvergesPrunesAndReportsStatus) {
                 return Exists(op::kGpuNodes, "", gpu_a_) && Exists(op::kGpuNodes, "", gpu_b_);
               }).ok());
   EXPECT_FALSE(Exists(op::kGpuNodes, "", cpu_));
+  // The MPS daemons come with the device plugin but run only where the configuration shares
+  // GPUs with MPS: elsewhere the GPUNode says so instead of waiting for a pod.
+  std::string mps_state;
+  EXPECT_TRUE(WaitFor("the GPUNode's components", [&] {
+                auto gpu_node = client_->Get(op::kGpuNodes, "", gpu_a_);
+                if (!gpu_node.ok() || !gpu_node->contains("status") ||
+                    !(*gpu_node)["status"].contains("components")) {
+                  return false;
+                }
+                for (const auto& c : (*gpu_node)["status"]["components"]) {
+                  if (c.value("name", "") == "mps-daemon") mps_state = c.value("state", "");
+                }
+                return !mps_state.empty();
+              }).ok());
+  EXPECT_EQ(mps_state, "Skipped");
   ASSERT_TRUE(WaitFor("operands applied", [&] {
                 return Exists(kube::resources::kDaemonSets, ns_, "gpuop-exporter") &&
                        Exists(kube::resources::kDaemonSets, ns_, "gpuop-driver-debian12") &&

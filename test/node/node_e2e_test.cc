@@ -456,6 +456,83 @@ TEST_F(NodeE2ETest, ADriverPodStartedOverALoadedDriverWaitsUntilTheNodeIsSafe) {
   SafeLoadStep();
 }
 
+// NVIDIA's MPS sharing on the real kubelet: a configuration with sharing.mps makes the labels
+// component mark the node MPS-capable, the MPS daemon component start there (the SIMULATED
+// driver's nvidia-cuda-mps-control), and the plugin serve two replicas of each GPU once the
+// daemon is ready; a container given one finds the daemon's control socket in the pipe directory
+// it was told. The default configuration comes back after.
+TEST_F(NodeE2ETest, MpsSharingServesReplicasOnceItsDaemonRuns) {
+  if (!S().components_ready) GTEST_SKIP() << "needs EveryComponentRunsAndThePolicyGoesReady";
+  const std::string configs = absl::StrCat("/api/v1/namespaces/", kNamespace, "/configmaps");
+  const json cm = {{"apiVersion", "v1"},
+                   {"kind", "ConfigMap"},
+                   {"metadata", {{"name", "mps-configs"}}},
+                   {"data",
+                    {{"default",
+                      "version: v1\nsharing:\n  mps:\n    resources:\n"
+                      "    - name: nvidia.com/gpu\n      replicas: 2\n"}}}};
+  ASSERT_TRUE(Api()->Create(configs, cm).ok());
+  auto use_config = [](const json& name) {
+    const json patch = {{"spec", {{"components", {{"devicePlugin", {{"config", name}}}}}}}};
+    return Api()
+        ->Request("PATCH", "/apis/gpuop.io/v1alpha1/gpuclusterpolicies/default", &patch,
+                  "application/merge-patch+json")
+        .status();
+  };
+  ASSERT_TRUE(use_config("mps-configs").ok());
+  absl::Status shared =
+      AwaitDone("MPS-capable, the daemon Ready, 16 replicas", absl::Minutes(4),
+                [&]() -> absl::StatusOr<std::string> {
+                  absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+                  if (!node.ok()) return node.status();
+                  std::vector<std::string> missing;
+                  if (LabelOf(*node, "nvidia.com/mps.capable") != "true") {
+                    missing.push_back("nvidia.com/mps.capable not true");
+                  }
+                  absl::StatusOr<json> ds = Get(absl::StrCat(
+                      "/apis/apps/v1/namespaces/", kNamespace, "/daemonsets/gpuop-mps-daemon"));
+                  if (!ds.ok() || (*ds)["status"].value("numberReady", 0) != 1) {
+                    missing.push_back("gpuop-mps-daemon not Ready");
+                  }
+                  if (Allocatable(*node, "nvidia.com/gpu") != "16") {
+                    missing.push_back("allocatable " + Allocatable(*node, "nvidia.com/gpu"));
+                  }
+                  return absl::StrJoin(missing, "; ");
+                });
+  EXPECT_TRUE(shared.ok()) << shared;
+  if (shared.ok()) {
+    json pod = ProbePod("mps-client");
+    pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1;
+    ASSERT_TRUE(Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), pod).ok());
+    absl::StatusOr<json> report;
+    absl::Status reported =
+        WaitUntil("the MPS client's report", absl::Minutes(2), [&]() -> absl::StatusOr<bool> {
+          report = ProbeReport(Cluster().node().pod_logs, kWorkloads, "mps-client");
+          return report.ok();
+        });
+    ASSERT_TRUE(reported.ok()) << reported;
+    const json mps = report->value("mps", json());
+    EXPECT_EQ(mps.value("pipe_dir", ""), "/mps/nvidia.com/gpu/pipe") << report->dump();
+    EXPECT_TRUE(mps.value("control", false)) << "the daemon's socket, mounted from the host";
+    EXPECT_TRUE(
+        Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/mps-client")).ok());
+  }
+  ASSERT_TRUE(use_config(nullptr).ok());
+  absl::Status back = AwaitDone(
+      "the default configuration back", absl::Minutes(4), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+        if (!node.ok()) return node.status();
+        if (LabelOf(*node, "nvidia.com/mps.capable") == "false" &&
+            Allocatable(*node, "nvidia.com/gpu") == "8") {
+          return std::string();
+        }
+        return absl::StrCat("mps.capable ", LabelOf(*node, "nvidia.com/mps.capable"),
+                            ", allocatable ", Allocatable(*node, "nvidia.com/gpu"));
+      });
+  EXPECT_TRUE(back.ok()) << back;
+  EXPECT_TRUE(Api()->Delete(configs + "/mps-configs").ok());
+}
+
 TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {
   if (!S().installed) GTEST_SKIP() << "needs HelmInstallsTheOperator";
   (void)Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));

@@ -3,6 +3,9 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/mps/root.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace gpuop::agent {
@@ -65,7 +68,8 @@ absl::StatusOr<AllocateSettings> DevicePluginAgent::Settings(const DevicePluginC
                             .fail_requests_greater_than_one = config.fail_requests_greater_than_one,
                             .cdi_enabled = options_.cdi_enabled,
                             .cdi_spec = options_.cdi_spec,
-                            .host_root = options_.host_root};
+                            .host_root = options_.host_root,
+                            .mps_root = config.mps_root};
   for (int channel : config.imex_channel_ids) {
     const std::filesystem::path node =
         options_.host_root / std::filesystem::path(settings.dev_root).relative_path() /
@@ -143,17 +147,63 @@ absl::Status DevicePluginAgent::Replan(bool& discovery_failed) {
   auto& [plan, settings] = *planned;
   for (const std::string& key : config.not_acted_on) Warn(absl::StrCat("not acted on: ", key));
   for (const std::string& warning : plan.warnings) Warn(warning);
+  const std::string held = HoldUnreadyMps(config, plan);
   {
     absl::MutexLock lock(&mu_);
     if (rejected.ok() && !plan.mig_invalid.empty()) {
       last_error_ = absl::FailedPreconditionError(
           absl::StrCat("MIG strategy single: ", plan.mig_invalid,
                        "; nvidia.com/gpu has no devices until the layout is fixed"));
+    } else if (rejected.ok() && !held.empty()) {
+      last_error_ = absl::FailedPreconditionError(held);
     }
     plan_ = plan;
   }
   GPUOP_RETURN_IF_ERROR(manager_.Apply(plan, settings, Topology(gpus), &health_.tracker()));
   return rejected;
+}
+
+std::filesystem::path DevicePluginAgent::MpsRootSeen(const DevicePluginConfig& config) const {
+  return options_.host_root / std::filesystem::path(config.mps_root).relative_path();
+}
+
+std::string DevicePluginAgent::HoldUnreadyMps(const DevicePluginConfig& config,
+                                              ResourcePlan& plan) {
+  const std::map<std::string, std::map<std::string, int>> shares = MpsShares(plan);
+  if (shares.empty()) return "";
+  const mps::Root root(MpsRootSeen(config));
+  absl::StatusOr<std::optional<std::string>> text = common::ReadFileIfExists(root.ReadyFile());
+  const mps::ReadyResources ready =
+      text.ok() && text->has_value() ? mps::ParseReady(**text) : mps::ReadyResources{};
+  std::vector<std::string> held;
+  for (const auto& [resource, gpus] : shares) {
+    auto it = ready.find(resource);
+    if (it != ready.end() && it->second == gpus) continue;
+    plan.resources.erase(resource);
+    held.push_back(resource);
+  }
+  if (held.empty()) return "";
+  return absl::StrCat("sharing.mps: ", absl::StrJoin(held, ", "),
+                      " not served until the MPS control daemon reports it ready in ",
+                      root.ReadyFile().string());
+}
+
+void DevicePluginAgent::WatchMpsRoot(bool& changed) {
+  std::filesystem::path dir;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!config_.has_value() || !config_->mps) return;
+    dir = MpsRootSeen(*config_);
+  }
+  if (mps_watched_.contains(dir)) return;
+  // Watched once the daemon has made it (the plugin sees the host read-only and creates
+  // nothing there); until then each wake looks for it.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  if (watch_.Add(dir, ".ready").ok()) {
+    mps_watched_.insert(dir);
+    changed = true;  // it may have been written before the watch
+  }
 }
 
 absl::Status DevicePluginAgent::Start() {
@@ -193,7 +243,8 @@ void DevicePluginAgent::WatchConfig(std::stop_token stop) {
   const int wait_ms = static_cast<int>(absl::ToInt64Milliseconds(options_.poll));
   while (!stop.stop_requested()) {
     // Wake for a configuration or layout change, or (at least) to notice a stop request.
-    const bool changed = watch_.Wait(wait_ms);
+    bool changed = watch_.Wait(wait_ms);
+    WatchMpsRoot(changed);
     bool retry = false;
     {
       absl::MutexLock lock(&mu_);

@@ -97,6 +97,14 @@ class DevicePluginAgent {
   // are FailedPrecondition.
   absl::StatusOr<AllocateSettings> Settings(const DevicePluginConfig& config);
   void Warn(const std::string& message);
+  // The MPS root of `config` as this process sees it (under the host root).
+  std::filesystem::path MpsRootSeen(const DevicePluginConfig& config) const;
+  // Takes the resources shared with MPS that the ready file does not list as `plan` has them
+  // off `plan`; returns why (empty when none was).
+  std::string HoldUnreadyMps(const DevicePluginConfig& config, ResourcePlan& plan);
+  // Under sharing.mps, watches the MPS root's ready file once the directory exists; sets
+  // `changed` when it starts watching. Config thread only (it owns watch_ after Start).
+  void WatchMpsRoot(bool& changed);
 
   std::vector<hw::Accelerator*> accelerators_;
   ConfigSource& source_;
@@ -112,6 +120,7 @@ class DevicePluginAgent {
   bool init_fatal_ ABSL_GUARDED_BY(mu_) = true;
   std::set<std::string> warned_ ABSL_GUARDED_BY(mu_);
   common::FileWatch watch_;
+  std::set<std::filesystem::path> mps_watched_;  // config thread only
   std::jthread config_thread_;
 };
 

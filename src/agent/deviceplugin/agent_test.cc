@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/mig/forwarding_accelerator.h"
+#include "agent/mps/root.h"
 #include "common/files.h"
 #include "hw/nvml/nvml_accelerator.h"
 #include "kube/types/object_meta.h"
@@ -76,6 +77,7 @@ class DevicePluginAgentTest : public ::testing::Test {
                                  .poll = absl::Milliseconds(50),
                                  .init_retry = absl::Milliseconds(100),
                                  .cdi_spec = cdi_spec_,
+                                 .host_root = host_root_,
                                  .warn = [this](const std::string& w) {
                                    absl::MutexLock lock(&warnings_mu_);
                                    warnings_.push_back(w);
@@ -114,6 +116,7 @@ class DevicePluginAgentTest : public ::testing::Test {
   absl::Status started_;
   std::filesystem::path control_, plugin_dir_, config_dir_;
   std::filesystem::path cdi_spec_ = dir_.path() / "cdi" / "gpuop-nvidia.json";
+  std::filesystem::path host_root_ = "/";
   absl::Mutex warnings_mu_;
   std::vector<std::string> warnings_;
   std::unique_ptr<hw::NvmlAccelerator> nvml_;
@@ -390,6 +393,49 @@ sharing:
   ASSERT_TRUE(response.ok()) << response.status();
   ASSERT_EQ(response->container_responses(0).cdi_devices_size(), 1);
   EXPECT_EQ(response->container_responses(0).cdi_devices(0).name(), "nvidia.gpuop.io/gpu=" + gpu0);
+}
+
+// NVIDIA's plugin waits for the MPS daemon's ready file before it serves a resource shared with
+// MPS; gpuop's waits for it without blocking its other resources, and takes the resource off
+// again when the daemon goes.
+TEST_F(DevicePluginAgentTest, AnMpsResourceIsServedWhileItsDaemonReportsItReady) {
+  host_root_ = dir_.path() / "host";
+  Start("h100-8x-nvswitch",
+        "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n");
+  EXPECT_TRUE(agent_->manager().resources().empty());
+  EXPECT_THAT(std::string(agent_->last_error().message()),
+              HasSubstr("sharing.mps: nvidia.com/gpu not served until the MPS control daemon"));
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok());
+  mps::ReadyResources ready;
+  for (const hw::Gpu& gpu : inventory->gpus) ready["nvidia.com/gpu"][gpu.uuid] = 4;
+  const mps::Root root(host_root_ / "run/nvidia/mps");
+  ASSERT_TRUE(common::WriteFileAtomically(root.ReadyFile(), mps::FormatReady(ready)).ok());
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_TRUE(agent_->manager().resources().empty()) << "a daemon of another configuration";
+  for (const hw::Gpu& gpu : inventory->gpus) ready["nvidia.com/gpu"][gpu.uuid] = 2;
+  ASSERT_TRUE(common::WriteFileAtomically(root.ReadyFile(), mps::FormatReady(ready)).ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 16, kWait).ok());
+  EXPECT_TRUE(agent_->last_error().ok()) << agent_->last_error();
+
+  const std::string gpu0 = inventory->gpus[0].uuid;
+  auto response = kubelet_->Allocate("nvidia.com/gpu", {{gpu0 + "::1"}});
+  ASSERT_TRUE(response.ok()) << response.status();
+  const auto& r = response->container_responses(0);
+  EXPECT_EQ(r.envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/nvidia.com/gpu/pipe");
+  ASSERT_EQ(r.mounts_size(), 2);
+  EXPECT_EQ(r.mounts(0).host_path(), "/run/nvidia/mps/nvidia.com/gpu/pipe");
+  EXPECT_EQ(r.mounts(1).host_path(), "/run/nvidia/mps/shm");
+  const std::string gpu1 = inventory->gpus[1].uuid;
+  auto two = kubelet_->Allocate("nvidia.com/gpu", {{gpu0 + "::0", gpu1 + "::0"}});
+  EXPECT_FALSE(two.ok()) << "failRequestsGreaterThanOne is NVIDIA's default under MPS";
+
+  std::filesystem::remove(root.ReadyFile());
+  const absl::Time deadline = absl::Now() + kWait;
+  while (!agent_->manager().resources().empty() && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(agent_->manager().resources().empty()) << "the daemon is gone";
 }
 
 TEST_F(DevicePluginAgentTest, LostGpuIsUnhealthyAndRecovers) {

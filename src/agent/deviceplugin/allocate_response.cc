@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/mps/root.h"
 
 namespace gpuop::agent {
 namespace {
@@ -126,6 +127,21 @@ v1beta1::ContainerAllocateResponse ContainerResponse(
     }
   }
   return out;
+}
+
+void AddMpsClient(const std::string& resource, const std::string& mps_root,
+                  v1beta1::ContainerAllocateResponse& out) {
+  const mps::Root host(mps_root);
+  const mps::Root container(mps::kContainerRoot);
+  (*out.mutable_envs())[mps::kPipeDirEnv] = container.PipeDir(resource).string();
+  auto mount = [&out](const std::filesystem::path& container_path,
+                      const std::filesystem::path& host_path) {
+    auto* m = out.add_mounts();
+    m->set_container_path(container_path.string());
+    m->set_host_path(host_path.string());
+  };
+  mount(container.PipeDir(resource), host.PipeDir(resource));
+  mount(mps::kClientShmDir, host.ShmDir());
 }
 
 }  // namespace gpuop::agent

@@ -35,6 +35,8 @@ struct AllocateSettings {
   std::filesystem::path cdi_spec;
   // Where this process sees the host's root, to check which control nodes exist.
   std::filesystem::path host_root = "/";
+  // flags.mpsRoot (host path): where the MPS daemons' directories are.
+  std::string mps_root = kDefaultMpsRoot;
 };
 
 // The strategies in force for one Allocate, given whether gpuop's CDI spec is on the node.
@@ -62,6 +64,13 @@ v1beta1::ContainerAllocateResponse ContainerResponse(
     const std::vector<const PluginDevice*>& devices, const AllocateSettings& settings,
     const DeviceListStrategies& strategies, const std::string& response_id,
     const std::function<bool(const std::string&)>& node_exists);
+
+// What a container given devices of `resource` shared with MPS also gets, as NVIDIA's plugin
+// answers: CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe, that directory mounted from
+// <mps_root>/<resource>/pipe, and <mps_root>/shm mounted at /dev/shm. Under every device list
+// strategy (the CDI ones included).
+void AddMpsClient(const std::string& resource, const std::string& mps_root,
+                  v1beta1::ContainerAllocateResponse& out);
 
 }  // namespace gpuop::agent
 

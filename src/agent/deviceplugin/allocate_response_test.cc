@@ -54,6 +54,22 @@ std::vector<std::string> CdiNames(const v1beta1::ContainerAllocateResponse& r) {
   return names;
 }
 
+// NVIDIA's internal/plugin/mps.go: the per-resource pipe directory and the daemons' shared shm,
+// from the host's MPS root, whatever the device list strategy.
+TEST(AllocateResponseTest, MpsClientsGetThePipeDirectoryAndTheDaemonsShm) {
+  auto r = Answer({Gpu(0)}, With({DeviceListStrategy::kCdiCri}));
+  AddMpsClient("nvidia.com/gpu.shared", "/var/run/mps", r);
+  EXPECT_THAT(CdiNames(r), ElementsAre("nvidia.gpuop.io/gpu=GPU-0"));
+  EXPECT_THAT(r.envs(), UnorderedElementsAre(
+                            Pair("CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu.shared/pipe")));
+  ASSERT_EQ(r.mounts_size(), 2);
+  EXPECT_EQ(r.mounts(0).container_path(), "/mps/nvidia.com/gpu.shared/pipe");
+  EXPECT_EQ(r.mounts(0).host_path(), "/var/run/mps/nvidia.com/gpu.shared/pipe");
+  EXPECT_FALSE(r.mounts(0).read_only());
+  EXPECT_EQ(r.mounts(1).container_path(), "/dev/shm");
+  EXPECT_EQ(r.mounts(1).host_path(), "/var/run/mps/shm");
+}
+
 TEST(AllocateResponseTest, CdiCriNamesTheDevicesAndNothingElse) {
   const auto r = Answer({Gpu(0), Gpu(1)}, With({DeviceListStrategy::kCdiCri}));
   EXPECT_THAT(CdiNames(r), ElementsAre("nvidia.gpuop.io/gpu=GPU-0", "nvidia.gpuop.io/gpu=GPU-1"));

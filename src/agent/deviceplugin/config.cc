@@ -234,8 +234,10 @@ absl::Status ParseFlags(const YAML::Node& flags, const YamlFields& r, DevicePlug
     }
   }
   if (Present(flags["mpsRoot"])) {
-    GPUOP_RETURN_IF_ERROR(r.String(flags["mpsRoot"], "flags.mpsRoot").status());
-    NotActedOn(config, "flags.mpsRoot", "gpuop does not run MPS daemons (sharing.mps is refused)");
+    GPUOP_ASSIGN_OR_RETURN(config.mps_root, r.String(flags["mpsRoot"], "flags.mpsRoot"));
+    if (!absl::StartsWith(config.mps_root, "/")) {
+      return r.Error("flags.mpsRoot", "must be an absolute path");
+    }
   }
   if (Present(flags["deviceListStrategy"])) {  // gpuop's older spelling
     GPUOP_RETURN_IF_ERROR(ParseDeviceListStrategy(flags["deviceListStrategy"], r,
@@ -293,6 +295,10 @@ bool DeviceListStrategies::AllCdi() const {
 std::string DevicePluginConfig::SharedName(const SharingRule& rule) const {
   if (!rule.rename.empty()) return rule.rename;
   return rename_by_default ? rule.resource + ".shared" : rule.resource;
+}
+
+int MpsMaxClients(int compute_major, int compute_minor) {
+  return compute_major > 7 || (compute_major == 7 && compute_minor >= 5) ? kMpsMaxClients : 16;
 }
 
 std::string MigStrategyName(MigStrategy strategy) {

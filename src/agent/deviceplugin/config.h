@@ -72,6 +72,14 @@ struct SharingRule {
 
 enum class SharingStrategy { kNone, kTimeSlicing, kMps };
 
+// NVIDIA's default flags.mpsRoot: the host directory under which the MPS control daemons keep
+// their per-resource pipe and log directories, the shared shm and the ready file.
+inline constexpr char kDefaultMpsRoot[] = "/run/nvidia/mps";
+// The most clients one MPS server takes (NVIDIA's limit: 48 from compute capability 7.5, which
+// its daemon calls Volta, 16 before), so the most replicas of a GPU shared with MPS.
+inline constexpr int kMpsMaxClients = 48;
+int MpsMaxClients(int compute_major, int compute_minor);
+
 // flags.gfd: read by the labels component.
 struct GfdFlags {
   bool oneshot = false;
@@ -120,10 +128,16 @@ struct DevicePluginConfig {
   std::vector<ResourcePattern> gpu_resources;
   std::vector<ResourcePattern> mig_resources;
 
+  // The section the sharing rules came from: sharing.mps makes kMps, sharing.timeSlicing
+  // kTimeSlicing, each only when a rule has more than one replica (as NVIDIA decides).
   SharingStrategy sharing_strategy = SharingStrategy::kNone;
+  bool mps = false;  // the rules are sharing.mps's (whatever their replicas)
   bool rename_by_default = false;
+  // NVIDIA's default: false under time-slicing, true under MPS unless the file says otherwise.
   bool fail_requests_greater_than_one = false;
   std::vector<SharingRule> sharing;
+  // flags.mpsRoot: host path.
+  std::string mps_root = kDefaultMpsRoot;
 
   std::vector<int> imex_channel_ids;
   bool imex_required = false;
@@ -132,6 +146,8 @@ struct DevicePluginConfig {
   std::vector<std::string> not_acted_on;
 
   bool Shared() const { return !sharing.empty(); }
+  // "sharing.mps" or "sharing.timeSlicing": where errors about the rules point.
+  std::string SharingField() const { return mps ? "sharing.mps" : "sharing.timeSlicing"; }
   // The name shared devices of `rule` are advertised under.
   std::string SharedName(const SharingRule& rule) const;
 };

@@ -115,6 +115,10 @@ absl::Status ParseReplicated(const YAML::Node& node, const YamlFields& r, const 
     GPUOP_ASSIGN_OR_RETURN(out.replicas, r.Int(rule["replicas"], field + ".replicas"));
     if (out.replicas < 1) return r.Error(field + ".replicas", "must be >= 1");
     if (out.replicas > 1024) return r.Error(field + ".replicas", "must be <= 1024");
+    if (config.mps && out.replicas > kMpsMaxClients) {
+      return r.Error(field + ".replicas", absl::StrCat("must be <= ", kMpsMaxClients,
+                                                       ", the most clients an MPS server takes"));
+    }
     if (Present(rule["rename"])) {
       bool flag = false;
       if (rule["rename"].IsScalar() && YAML::convert<bool>::decode(rule["rename"], flag)) {
@@ -176,15 +180,23 @@ absl::Status ParseResources(const YAML::Node& node, const YamlFields& r,
 
 absl::Status ParseSharing(const YAML::Node& node, const YamlFields& r, DevicePluginConfig& config) {
   GPUOP_RETURN_IF_ERROR(r.OnlyKeys(node, "sharing", {"timeSlicing", "mps"}));
-  if (Present(node["mps"])) {
+  const bool mps = Present(node["mps"]);
+  if (mps && Present(node["timeSlicing"]) && Present(node["timeSlicing"]["resources"])) {
+    // NVIDIA's plugin would use MPS and drop the time-slicing rules without a word.
     return r.Error("sharing.mps",
-                   "MPS sharing needs an MPS control daemon per GPU, which gpuop does not run; "
-                   "use sharing.timeSlicing");
+                   "cannot be combined with sharing.timeSlicing rules; a node shares its GPUs one "
+                   "way");
   }
-  if (!Present(node["timeSlicing"])) return absl::OkStatus();
-  GPUOP_RETURN_IF_ERROR(ParseReplicated(node["timeSlicing"], r, "sharing.timeSlicing", config));
+  if (!mps && !Present(node["timeSlicing"])) return absl::OkStatus();
+  config.mps = mps;
+  // NVIDIA refuses requests for more than one MPS replica unless the file allows them.
+  if (mps) config.fail_requests_greater_than_one = true;
+  const std::string base = mps ? "sharing.mps" : "sharing.timeSlicing";
+  GPUOP_RETURN_IF_ERROR(ParseReplicated(mps ? node["mps"] : node["timeSlicing"], r, base, config));
   for (const SharingRule& rule : config.sharing) {
-    if (rule.replicas > 1) config.sharing_strategy = SharingStrategy::kTimeSlicing;
+    if (rule.replicas > 1) {
+      config.sharing_strategy = mps ? SharingStrategy::kMps : SharingStrategy::kTimeSlicing;
+    }
   }
   return absl::OkStatus();
 }

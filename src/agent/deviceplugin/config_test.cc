@@ -59,6 +59,40 @@ sharing:
   EXPECT_EQ(config->sharing_strategy, SharingStrategy::kTimeSlicing);
 }
 
+TEST(DevicePluginConfigTest, MpsRefusesRequestsForMoreThanOneReplicaUnlessAllowed) {
+  auto config = ParseDevicePluginConfig(
+      "flags:\n  mpsRoot: /var/run/mps\nsharing:\n  mps:\n    resources:\n"
+      "    - name: gpu\n      replicas: 3\n",
+      "f");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->sharing_strategy, SharingStrategy::kMps);
+  EXPECT_TRUE(config->fail_requests_greater_than_one) << "NVIDIA's default under MPS";
+  EXPECT_EQ(config->mps_root, "/var/run/mps");
+  EXPECT_EQ(config->SharingField(), "sharing.mps");
+  EXPECT_TRUE(config->not_acted_on.empty());
+
+  config = ParseDevicePluginConfig(
+      "sharing:\n  mps:\n    failRequestsGreaterThanOne: false\n    resources:\n"
+      "    - name: gpu\n      replicas: 3\n",
+      "f");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->fail_requests_greater_than_one);
+  EXPECT_EQ(config->mps_root, kDefaultMpsRoot);
+
+  config = ParseDevicePluginConfig(
+      "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 3\n", "f");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->fail_requests_greater_than_one) << "NVIDIA's default under time-slicing";
+  EXPECT_EQ(config->SharingField(), "sharing.timeSlicing");
+}
+
+TEST(DevicePluginConfigTest, MpsClientLimitFollowsNvidiasComputeCapabilityRule) {
+  EXPECT_EQ(MpsMaxClients(9, 0), 48);
+  EXPECT_EQ(MpsMaxClients(7, 5), 48);
+  EXPECT_EQ(MpsMaxClients(7, 0), 16);
+  EXPECT_EQ(MpsMaxClients(6, 1), 16);
+}
+
 struct BadConfig {
   const char* name;
   const char* yaml;
@@ -107,8 +141,17 @@ INSTANTIATE_TEST_SUITE_P(
                   "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 2\n"
                   "      devices: [\"first\"]\n",
                   "resources[0].devices[0]: \"first\": must be a GPU index"},
-        BadConfig{"Mps", "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n",
-                  "sharing.mps: MPS sharing needs an MPS control daemon"},
+        BadConfig{"MpsWithTimeSlicing",
+                  "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n"
+                  "  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 4\n",
+                  "sharing.mps: cannot be combined with sharing.timeSlicing"},
+        BadConfig{"MpsReplicas",
+                  "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 49\n",
+                  "sharing.mps.resources[0].replicas: must be <= 48"},
+        BadConfig{"MpsRule", "sharing:\n  mps:\n    resources:\n    - name: gpu\n",
+                  "sharing.mps.resources[0].replicas: required"},
+        BadConfig{"MpsRoot", "flags:\n  mpsRoot: run/nvidia/mps\n",
+                  "flags.mpsRoot: must be an absolute path"},
         BadConfig{"ImexChannel", "imex:\n  channelIDs: [1]\n",
                   "imex.channelIDs: must be [] or [0]"},
         BadConfig{"IdStrategy", "flags:\n  plugin:\n    deviceIDStrategy: serial\n",

@@ -93,13 +93,54 @@ TEST(NvidiaConfigTest, MigMixedReplicasPerProfile) {
                                           HasSubstr("no nvidia.com/mig-7g.40gb")));
 }
 
-TEST(NvidiaConfigTest, MpsIsRefusedByName) {
-  absl::StatusOr<std::string> text =
-      common::ReadFile(std::filesystem::path(GPUOP_DEVICEPLUGIN_TESTDATA) / "mps.yaml");
-  ASSERT_TRUE(text.ok());
-  auto config = ParseDevicePluginConfig(*text, "mps.yaml");
-  ASSERT_FALSE(config.ok());
-  EXPECT_THAT(std::string(config.status().message()), HasSubstr("config mps.yaml: sharing.mps: "));
+TEST(NvidiaConfigTest, MpsTenReplicasOfEveryGpu) {
+  const DevicePluginConfig config = Load("mps.yaml");
+  EXPECT_EQ(config.sharing_strategy, SharingStrategy::kMps);
+  EXPECT_TRUE(config.fail_requests_greater_than_one);
+  EXPECT_EQ(config.mps_root, "/run/nvidia/mps");
+  auto plan = PlanResources({Gpu(0), Gpu(1)}, config);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<PluginDevice>& devices = plan->resources.at("nvidia.com/gpu");
+  ASSERT_EQ(devices.size(), 20u);
+  EXPECT_EQ(devices[0].id, "GPU-00000000-0000-0000-0000-000000000000::0");
+  EXPECT_TRUE(devices[0].mps);
+  EXPECT_EQ(MpsShares(*plan), (std::map<std::string, std::map<std::string, int>>{
+                                  {"nvidia.com/gpu",
+                                   {{"GPU-00000000-0000-0000-0000-000000000000", 10},
+                                    {"GPU-00000000-0000-0000-0000-000000000001", 10}}}}));
+}
+
+TEST(NvidiaConfigTest, MpsRenameByDefaultAdvertisesGpuShared) {
+  const DevicePluginConfig config = Load("mps-rename.yaml");
+  auto plan = PlanResources({Gpu(0)}, config);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->resources.contains("nvidia.com/gpu"));
+  EXPECT_EQ(plan->Ids("nvidia.com/gpu.shared").size(), 4u);
+  EXPECT_THAT(MpsShares(*plan), ElementsAre(::testing::Key("nvidia.com/gpu.shared")));
+}
+
+TEST(NvidiaConfigTest, MpsOnMigDevicesIsRefused) {
+  DevicePluginConfig config = Load("mps.yaml");
+  config.mig_strategy = MigStrategy::kSingle;
+  auto plan = PlanResources({MigGpu(0, {"1g.5gb", "1g.5gb"})}, config);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("sharing.mps.resources[0]: MPS sharing is not supported for MIG devices"));
+}
+
+TEST(NvidiaConfigTest, MpsReplicasBeyondAnOlderGpusClientLimitAreRefused) {
+  DevicePluginConfig config = Load("mps.yaml");
+  config.sharing[0].replicas = 20;
+  hw::Gpu volta = Gpu(0, "Tesla V100-SXM2-16GB");
+  volta.compute_major = 7;
+  volta.compute_minor = 0;
+  auto plan = PlanResources({volta}, config);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("sharing.mps.resources[0].replicas: 20 is more than the 16 clients"));
+  hw::Gpu hopper = Gpu(0);
+  hopper.compute_major = 9;
+  EXPECT_TRUE(PlanResources({hopper}, config).ok());
 }
 
 TEST(NvidiaConfigTest, DeviceListStrategiesAsAListWithImex) {

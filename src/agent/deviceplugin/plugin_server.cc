@@ -257,6 +257,11 @@ grpc::Status ResourceServer::Allocate(grpc::ServerContext*, const v1beta1::Alloc
           return std::filesystem::exists(
               settings_.host_root / std::filesystem::path(host_path).relative_path(), exists_ec);
         });
+    if (std::any_of(chosen.begin(), chosen.end(), [](const PluginDevice* d) { return d->mps; })) {
+      AddMpsClient(
+          options_.resource, settings_.mps_root,
+          *response->mutable_container_responses(response->container_responses_size() - 1));
+    }
   }
   return grpc::Status::OK;
 }

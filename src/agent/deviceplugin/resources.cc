@@ -160,10 +160,29 @@ class Planner {
                        [&](const std::string& s) { return Selects(s, d, GpuOf(d)); });
   }
 
+  // What NVIDIA's MPS daemon refuses: MIG devices, and more replicas than the GPU's MPS server
+  // takes clients.
+  absl::Status CheckMps(const std::string& field, const SharingRule& rule,
+                        const PluginDevice& d) const {
+    if (d.mig) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": MPS sharing is not supported for MIG devices (", d.physical_id, ")"));
+    }
+    const hw::Gpu& gpu = GpuOf(d);
+    const int most = MpsMaxClients(gpu.compute_major, gpu.compute_minor);
+    if (rule.replicas > most) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".replicas: ", rule.replicas, " is more than the ", most,
+                       " clients the MPS server of GPU ", gpu.index, " (compute capability ",
+                       gpu.compute_major, ".", gpu.compute_minor, ") takes"));
+    }
+    return absl::OkStatus();
+  }
+
   // Replicates the devices rule `r` selects.
   absl::Status Share(size_t r) {
     const SharingRule& rule = config_.sharing[r];
-    const std::string field = absl::StrCat("sharing.timeSlicing.resources[", r, "]");
+    const std::string field = absl::StrCat(config_.SharingField(), ".resources[", r, "]");
     auto it = plan_.resources.find(rule.resource);
     if (it != plan_.resources.end() && it->second.empty()) return absl::OkStatus();
     if (it == plan_.resources.end()) {
@@ -202,6 +221,7 @@ class Planner {
         kept.push_back(d);
         continue;
       }
+      if (config_.mps) GPUOP_RETURN_IF_ERROR(CheckMps(field, rule, d));
       // Replicas stay in the device's place when they keep the resource's name.
       std::vector<PluginDevice>& into = target == rule.resource ? kept : shared;
       for (int n = 0; n < rule.replicas; ++n) {
@@ -209,6 +229,7 @@ class Planner {
         replica.id = absl::StrCat(d.physical_id, "::", n);
         replica.replica = n;
         replica.replicas = rule.replicas;
+        replica.mps = config_.mps;
         into.push_back(std::move(replica));
       }
     }
@@ -241,6 +262,16 @@ bool PatternMatches(const std::string& pattern, const std::string& s) {
     at = found + piece.size();
   }
   return true;
+}
+
+std::map<std::string, std::map<std::string, int>> MpsShares(const ResourcePlan& plan) {
+  std::map<std::string, std::map<std::string, int>> out;
+  for (const auto& [resource, devices] : plan.resources) {
+    for (const PluginDevice& d : devices) {
+      if (d.mps) out[resource][d.gpu_id] = d.replicas;
+    }
+  }
+  return out;
 }
 
 std::string MigResourceName(const std::string& profile) {

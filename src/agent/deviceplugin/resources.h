@@ -35,7 +35,8 @@ struct PluginDevice {
   // Device nodes to pass without CDI (AMD: /dev/kfd and the DRM nodes).
   std::vector<std::string> device_nodes;
   int replica = 0;
-  int replicas = 1;  // > 1 when time-sliced
+  int replicas = 1;  // > 1 when shared
+  bool mps = false;  // a replica shared with MPS (sharing.mps)
 };
 
 // Every resource the node advertises and its devices, in a stable order.
@@ -56,6 +57,11 @@ struct ResourcePlan {
   // The kubelet's device IDs of `resource`, in the plan's order; empty when it has none.
   std::vector<std::string> Ids(const std::string& resource) const;
 };
+
+// The GPUs each resource shares with MPS and their replicas (GPU UUID -> replicas), for the
+// resources that have replicas shared with MPS: what the MPS daemons start and what their ready
+// file must list before the plugin serves the resource (agent/mps/root.h).
+std::map<std::string, std::map<std::string, int>> MpsShares(const ResourcePlan& plan);
 
 // NVIDIA's MIG resource name for a profile: "nvidia.com/mig-1g.10gb"; '+' becomes '.'.
 std::string MigResourceName(const std::string& profile);

@@ -261,8 +261,13 @@ void AddGfdLabels(const LabelInputs& in, NodeLabels& labels) {
   const bool mig_capable =
       std::any_of(inv.gpus.begin(), inv.gpus.end(), [](const hw::Gpu& g) { return g.mig_capable; });
   put("mig.capable", mig_capable ? "true" : "false");
-  // gpuop refuses MPS sharing, so no GPU is ever MPS-capable here.
-  put("mps.capable", "false");
+  // GFD: true under MPS sharing, false otherwise; a GPU with MIG enabled under MPS fails GFD,
+  // where gpuop says false (its device plugin refuses MPS on MIG devices). The MPS control
+  // daemon component runs on the nodes this label marks.
+  const bool mig_enabled =
+      std::any_of(inv.gpus.begin(), inv.gpus.end(), [](const hw::Gpu& g) { return g.mig_enabled; });
+  const bool mps = in.plugin_config.sharing_strategy == SharingStrategy::kMps && !mig_enabled;
+  put("mps.capable", mps ? "true" : "false");
   WholeGpuLabels(in, labels);
   const MigStrategy strategy = in.plugin_config.mig_strategy;
   if (strategy != MigStrategy::kNone) put("mig.strategy", MigStrategyName(strategy));

@@ -167,6 +167,21 @@ std::vector<PresetCase> Cases() {
                        {"nvidia.com/gpu.replicas", "4"},
                        {"nvidia.com/gpu.sharing-strategy", "time-slicing"},
                    })});
+  // MPS 4 x: as time-slicing with strategy mps, and the node is MPS-capable (where the MPS
+  // control daemon runs).
+  DevicePluginConfig mps =
+      Config(MigStrategy::kNone, {{.resource = "nvidia.com/gpu", .replicas = 4}});
+  mps.sharing_strategy = SharingStrategy::kMps;
+  mps.mps = true;
+  cases.push_back({"h100, mps", "h100-8x-nvswitch", "PowerEdge XE9680", mps, nullptr,
+                   H100({
+                       {"nvidia.com/gpu.count", "8"},
+                       {"nvidia.com/gpu.memory", "81559"},
+                       {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED"},
+                       {"nvidia.com/gpu.replicas", "4"},
+                       {"nvidia.com/gpu.sharing-strategy", "mps"},
+                       {"nvidia.com/mps.capable", "true"},
+                   })});
   cases.push_back({"h100, single, 56 x 1g.10gb", "h100-8x-nvswitch", "PowerEdge XE9680",
                    Config(MigStrategy::kSingle), CarveH100s,
                    H100Single("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "1", "none")});
@@ -204,6 +219,18 @@ std::vector<PresetCase> Cases() {
               {{.resource = "nvidia.com/mig-1g.5gb", .replicas = 3},
                {.resource = "nvidia.com/gpu", .rename = "nvidia.com/gpu.shared", .replicas = 2}}),
        nullptr, shared});
+  // MPS for the whole GPUs of a node whose other GPUs have MIG enabled: the whole GPUs' labels
+  // say mps, but the node is not MPS-capable (GFD fails there; no MPS daemon runs).
+  NodeLabels mps_mig = A100Mixed();
+  mps_mig["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-40GB-SHARED";
+  mps_mig["nvidia.com/gpu.replicas"] = "2";
+  mps_mig["nvidia.com/gpu.sharing-strategy"] = "mps";
+  DevicePluginConfig mps_mixed =
+      Config(MigStrategy::kMixed, {{.resource = "nvidia.com/gpu", .replicas = 2}});
+  mps_mixed.sharing_strategy = SharingStrategy::kMps;
+  mps_mixed.mps = true;
+  cases.push_back(
+      {"a100, mixed, mps beside MIG", "a100-8x-mig", "DGX A100", mps_mixed, nullptr, mps_mig});
   // Four "NVIDIA L4", 23034 MiB, compute capability 8.9 (ada-lovelace), not MIG-capable, no
   // DMI product name (machine "unknown").
   cases.push_back({"l4, strategy none", "l4-4x-pcie", nullptr, Config(MigStrategy::kNone), nullptr,

@@ -10,7 +10,8 @@ namespace gpuop::agent::gfd_test {
 // `specific` plus what GFD writes on every NVIDIA node with driver 570.86.15 and CUDA 12.8,
 // and gpuop's own labels: the driver version split at '.', the CUDA version 12080 as major 12
 // / minor 8 (also under the deprecated cuda.driver.* / cuda.runtime.* keys), mps.capable false
-// (gpuop does no MPS sharing), nvidia.com/gpu.present as NVIDIA's operator sets it.
+// unless `specific` says otherwise (only MPS sharing makes it true), nvidia.com/gpu.present as
+// NVIDIA's operator sets it.
 inline NodeLabels WithDriver570Labels(NodeLabels specific) {
   specific.insert({
       {"gpuop.io/gpu.present", "true"},

@@ -35,6 +35,12 @@ class ForwardingAccelerator : public hw::Accelerator {
                                               unsigned int gpu_instance_id) override {
     return target_.DestroyMigDevice(gpu_index, gpu_instance_id);
   }
+  [[nodiscard]] absl::Status SetComputeMode(int gpu_index, hw::ComputeMode mode) override {
+    return target_.SetComputeMode(gpu_index, mode);
+  }
+  [[nodiscard]] absl::StatusOr<hw::ComputeMode> GetComputeMode(int gpu_index) override {
+    return target_.GetComputeMode(gpu_index);
+  }
 
  protected:
   hw::Accelerator& target_;

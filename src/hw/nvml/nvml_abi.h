@@ -18,6 +18,8 @@ typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
 typedef struct nvmlEventSet_st* nvmlEventSet_t;
 typedef int nvmlEnableState_t;
 typedef unsigned int nvmlDeviceArchitecture_t;
+// nvml.h's nvmlComputeMode_t is an enum (int-sized).
+typedef int nvmlComputeMode_t;
 
 // Return codes.
 enum : int {
@@ -272,6 +274,12 @@ enum : unsigned int {
   NVML_DEVICE_ARCH_UNKNOWN = 0xFFFFFFFFu,
 };
 enum : int { NVML_DEVICE_MIG_DISABLE = 0, NVML_DEVICE_MIG_ENABLE = 1 };
+enum : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,  // deprecated
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
 enum : unsigned int {
   NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0,
   NVML_GPU_INSTANCE_PROFILE_2_SLICE = 1,

@@ -261,4 +261,31 @@ absl::Status NvmlAccelerator::SetPowerLimit(int gpu_index, double watts) {
               gpu_index, device, static_cast<unsigned int>(watts * 1000.0 + 0.5));
 }
 
+absl::Status NvmlAccelerator::SetComputeMode(int gpu_index, ComputeMode mode) {
+  GPUOP_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(gpu_index));
+  nvmlComputeMode_t value = NVML_COMPUTEMODE_DEFAULT;
+  if (mode == ComputeMode::kExclusiveProcess) value = NVML_COMPUTEMODE_EXCLUSIVE_PROCESS;
+  if (mode == ComputeMode::kProhibited) value = NVML_COMPUTEMODE_PROHIBITED;
+  return Call(lib_->fn().nvmlDeviceSetComputeMode, "nvmlDeviceSetComputeMode", gpu_index, device,
+              value);
+}
+
+absl::StatusOr<ComputeMode> NvmlAccelerator::GetComputeMode(int gpu_index) {
+  GPUOP_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(gpu_index));
+  nvmlComputeMode_t value = NVML_COMPUTEMODE_DEFAULT;
+  GPUOP_RETURN_IF_ERROR(Call(lib_->fn().nvmlDeviceGetComputeMode, "nvmlDeviceGetComputeMode",
+                             gpu_index, device, &value));
+  switch (value) {
+    case NVML_COMPUTEMODE_DEFAULT:
+      return ComputeMode::kDefault;
+    case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS:
+      return ComputeMode::kExclusiveProcess;
+    case NVML_COMPUTEMODE_PROHIBITED:
+      return ComputeMode::kProhibited;
+    default:
+      return absl::InternalError(absl::StrCat("nvmlDeviceGetComputeMode(GPU ", gpu_index,
+                                              "): compute mode ", value, " is not one gpuop sets"));
+  }
+}
+
 }  // namespace gpuop::hw

@@ -48,6 +48,8 @@ class NvmlAccelerator final : public Accelerator {
   [[nodiscard]] absl::StatusOr<std::vector<HardwareEvent>> WaitEvents(
       absl::Duration timeout) override;
   [[nodiscard]] absl::Status SetPowerLimit(int gpu_index, double watts) override;
+  [[nodiscard]] absl::Status SetComputeMode(int gpu_index, ComputeMode mode) override;
+  [[nodiscard]] absl::StatusOr<ComputeMode> GetComputeMode(int gpu_index) override;
   [[nodiscard]] absl::StatusOr<bool> SetMigMode(int gpu_index, bool enabled) override;
   [[nodiscard]] absl::StatusOr<MigDevice> CreateMigDevice(int gpu_index,
                                                           const std::string& profile) override;

@@ -218,6 +218,19 @@ TEST_F(NvmlAcceleratorTest, PowerLimitIsSetWithinItsRange) {
   EXPECT_EQ(nvml_->SetPowerLimit(99, 300).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(NvmlAcceleratorTest, ComputeModeIsSetAndReadPerGpu) {
+  Open("h100-8x-nvswitch");
+  EXPECT_EQ(nvml_->GetComputeMode(3).value_or(ComputeMode::kProhibited), ComputeMode::kDefault);
+  ASSERT_TRUE(nvml_->SetComputeMode(3, ComputeMode::kExclusiveProcess).ok());
+  EXPECT_EQ(nvml_->GetComputeMode(3).value_or(ComputeMode::kDefault),
+            ComputeMode::kExclusiveProcess);
+  EXPECT_EQ(nvml_->GetComputeMode(2).value_or(ComputeMode::kProhibited), ComputeMode::kDefault);
+  ASSERT_TRUE(nvml_->SetComputeMode(3, ComputeMode::kDefault).ok());
+  EXPECT_EQ(nvml_->GetComputeMode(3).value_or(ComputeMode::kProhibited), ComputeMode::kDefault);
+  EXPECT_EQ(nvml_->SetComputeMode(99, ComputeMode::kDefault).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(NvmlAcceleratorTest, InjectedEventsArriveAndLostGpusAreReported) {
   Open("h100-8x-nvswitch", /*with_control=*/true);
   auto none = nvml_->WaitEvents(absl::Milliseconds(20));

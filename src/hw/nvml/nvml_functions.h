@@ -48,6 +48,8 @@
   X(nvmlDeviceGetPowerManagementDefaultLimit, (nvmlDevice_t device, unsigned int* milliwatts))     \
   X(nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t device, unsigned int* milliwatts))              \
   X(nvmlDeviceSetPowerManagementLimit, (nvmlDevice_t device, unsigned int milliwatts))             \
+  X(nvmlDeviceGetComputeMode, (nvmlDevice_t device, nvmlComputeMode_t * mode))                     \
+  X(nvmlDeviceSetComputeMode, (nvmlDevice_t device, nvmlComputeMode_t mode))                       \
   X(nvmlDeviceGetClockInfo, (nvmlDevice_t device, int type, unsigned int* mhz))                    \
   X(nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, int type, unsigned int* mhz))                 \
   X(nvmlDeviceGetCurrentClocksEventReasons, (nvmlDevice_t device, unsigned long long* reasons))    \

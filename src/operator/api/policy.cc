@@ -41,6 +41,8 @@ const char* ComponentName(Component c) {
       return "mig-manager";
     case Component::kPowerManager:
       return "power-manager";
+    case Component::kMpsDaemon:
+      return "mps-daemon";
   }
   return "unknown";
 }
@@ -87,6 +89,8 @@ bool PolicySpec::Enabled(Component c) const {
       return components.mig_manager;
     case Component::kPowerManager:
       return components.power_manager;
+    case Component::kMpsDaemon:
+      return components.device_plugin;
   }
   return false;
 }

@@ -93,16 +93,19 @@ enum class Component {
   kValidator,
   kMigManager,
   kPowerManager,
+  // MPS control daemons, on the nodes the labels component marks nvidia.com/mps.capable=true;
+  // deployed with the device plugin, as NVIDIA's chart deploys its mps-control-daemon.
+  kMpsDaemon,
 };
 inline constexpr Component kAllComponents[] = {
-    Component::kDriver,       Component::kRuntime,     Component::kCdi,      Component::kLabels,
-    Component::kDevicePlugin, Component::kHealth,      Component::kExporter, Component::kValidator,
-    Component::kMigManager,   Component::kPowerManager};
+    Component::kDriver,       Component::kRuntime,      Component::kCdi,      Component::kLabels,
+    Component::kDevicePlugin, Component::kHealth,       Component::kExporter, Component::kValidator,
+    Component::kMigManager,   Component::kPowerManager, Component::kMpsDaemon};
 // The components that run on GPU nodes, selected by their deploy labels. Discovery is not one
 // of them: it runs before a node is known to be a GPU node.
 // "discovery", "driver", "runtime", "cdi", "labels", "device-plugin", "health", "exporter",
-// "validator", "mig-manager", "power-manager": DaemonSet names (gpuop-<name>) and, except for
-// discovery, deploy label suffixes.
+// "validator", "mig-manager", "power-manager", "mps-daemon": DaemonSet names (gpuop-<name>) and,
+// except for discovery, deploy label suffixes.
 const char* ComponentName(Component c);
 
 struct ComponentsSpec {

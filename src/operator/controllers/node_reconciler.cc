@@ -34,6 +34,12 @@ std::vector<ComponentState> Components(const kube::Node& node, const PolicySpec&
       out.push_back({name, "Paused", absl::StrCat(kDeployLabelPrefix, name, "=", *deploy)});
       continue;
     }
+    if (c == Component::kMpsDaemon && node.metadata.labels.Get(kMpsCapableLabel) != "true") {
+      out.push_back(
+          {name, "Skipped",
+           absl::StrCat("no MPS sharing on this node (", kMpsCapableLabel, " is not true)")});
+      continue;
+    }
     const OperandPod* pod = nullptr;
     for (const auto& p : pods) {
       if (p->component == name) pod = p.get();

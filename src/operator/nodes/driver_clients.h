@@ -30,11 +30,13 @@ namespace gpuop::op {
 inline constexpr char kPausedForDriverValue[] = "paused-for-driver-upgrade";
 
 // The components that open the driver: CDI, labels, device plugin, health, exporter, validator,
-// MIG manager and power manager. Not the driver itself, the runtime component (it edits the
-// container runtime's configuration and never loads the driver) or discovery (PCI sysfs only).
+// MIG manager, power manager and the MPS daemons. Not the driver itself, the runtime component (it
+// edits the container runtime's configuration and never loads the driver) or discovery (PCI sysfs
+// only).
 inline constexpr Component kDriverClients[] = {
-    Component::kCdi,      Component::kLabels,    Component::kDevicePlugin, Component::kHealth,
-    Component::kExporter, Component::kValidator, Component::kMigManager,   Component::kPowerManager,
+    Component::kCdi,        Component::kLabels,       Component::kDevicePlugin,
+    Component::kHealth,     Component::kExporter,     Component::kValidator,
+    Component::kMigManager, Component::kPowerManager, Component::kMpsDaemon,
 };
 
 // Whether the component named `name` (app.kubernetes.io/component) is a driver client.

@@ -60,7 +60,9 @@ const nlohmann::json* Condition(const nlohmann::json& status, const std::string&
 TEST(PolicyStatusTest, AllComponentsReadyIsReadyAndStable) {
   PolicyStatusInput in{.generation = 3, .spec = MinimalSpec(), .now = kNow};
   in.nodes = {GpuNode("a"), GpuNode("b")};
-  in.daemon_sets = {Ds("gpuop-device-plugin", 2, 2, 2), Ds("gpuop-exporter", 2, 2, 2)};
+  // The MPS daemons come with the device plugin and run on no node here (none is MPS-capable).
+  in.daemon_sets = {Ds("gpuop-device-plugin", 2, 2, 2), Ds("gpuop-exporter", 2, 2, 2),
+                    Ds("gpuop-mps-daemon", 0, 0, 0)};
   const nlohmann::json status = ComputePolicyStatus(in);
   EXPECT_EQ(status["observedGeneration"], 3);
   EXPECT_EQ(status["nodes"]["total"], 2);
@@ -69,8 +71,9 @@ TEST(PolicyStatusTest, AllComponentsReadyIsReadyAndStable) {
   EXPECT_EQ((*Condition(status, "Ready"))["reason"], "AllComponentsReady");
   EXPECT_EQ((*Condition(status, "Progressing"))["status"], "False");
   EXPECT_EQ((*Condition(status, "Degraded"))["status"], "False");
-  ASSERT_EQ(status["components"].size(), 2u);
+  ASSERT_EQ(status["components"].size(), 3u);
   EXPECT_EQ(status["components"][0]["name"], "device-plugin");
+  EXPECT_EQ(status["components"][2]["name"], "mps-daemon");
 }
 
 TEST(PolicyStatusTest, NotReadyNamesTheComponentAndTheNodes) {
@@ -162,13 +165,15 @@ TEST(PolicyStatusTest, ApplyFailureIsDegradedWithTheFirstError) {
 TEST(PolicyStatusTest, UnchangedConditionsKeepTheirTransitionTime) {
   PolicyStatusInput in{.generation = 1, .spec = MinimalSpec(), .now = kNow};
   in.nodes = {GpuNode("a")};
-  in.daemon_sets = {Ds("gpuop-device-plugin", 1, 1, 1), Ds("gpuop-exporter", 1, 1, 1)};
+  in.daemon_sets = {Ds("gpuop-device-plugin", 1, 1, 1), Ds("gpuop-exporter", 1, 1, 1),
+                    Ds("gpuop-mps-daemon", 0, 0, 0)};
   const nlohmann::json first = ComputePolicyStatus(in);
   in.previous_conditions = first["conditions"];
   in.now = kNow + absl::Hours(1);
   const nlohmann::json second = ComputePolicyStatus(in);
   EXPECT_EQ(second, first);
-  in.daemon_sets = {Ds("gpuop-device-plugin", 1, 0, 1), Ds("gpuop-exporter", 1, 1, 1)};
+  in.daemon_sets = {Ds("gpuop-device-plugin", 1, 0, 1), Ds("gpuop-exporter", 1, 1, 1),
+                    Ds("gpuop-mps-daemon", 0, 0, 0)};
   const nlohmann::json third = ComputePolicyStatus(in);
   EXPECT_NE((*Condition(third, "Ready"))["lastTransitionTime"],
             (*Condition(first, "Ready"))["lastTransitionTime"]);

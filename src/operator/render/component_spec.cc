@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "operator/nodes/node_labels.h"
+#include "operator/render/render.h"
 
 namespace gpuop::op::render {
 
@@ -177,6 +178,24 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.mounts = {kPodResources, kHostRoot};
       s.privileged = true;  // setting power limits needs root on the GPUs
       s.waits_for_driver = c.validator;
+      break;
+    case Component::kMpsDaemon:
+      // NVIDIA's mps-control-daemon: the device plugin's configuration, the MPS root at /mps
+      // and its shm as the daemons' /dev/shm, on the nodes where that configuration selects MPS.
+      s.command = Agent({"mps-daemon", kHostRootFlag, "--config-dir=/etc/gpuop/device-plugin",
+                         "--config-name=" + c.device_plugin_default_config, "--mps-root=/mps",
+                         "--mps-host-root=/run/nvidia/mps"});
+      s.mounts = {kHostRoot,
+                  {"mps-root", "/run/nvidia/mps", "/mps", false, "DirectoryOrCreate"},
+                  {"mps-shm", "/run/nvidia/mps/shm", "/dev/shm", false, "DirectoryOrCreate"}};
+      s.rules = {kReadNodes};  // the node's label picks the configuration
+      // Sets the GPUs' compute mode and runs the MPS server on them (NVIDIA's daemon is
+      // privileged); clients reach it through the pipe and shm directories, so no host PID or
+      // IPC namespace is needed.
+      s.privileged = true;
+      s.waits_for_driver = c.validator;
+      s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
+      s.extra_node_selector = {{kMpsCapableLabel, "true"}};
       break;
     case Component::kDriver:
       break;  // DriverSpecFor

@@ -28,6 +28,9 @@ inline constexpr char kDriverPoolLabel[] = "gpuop.io/driver.pool";
 inline constexpr char kDriverOsLabel[] = "gpuop.io/driver.os";
 // The device plugin configuration the node uses (the NVIDIA plugin's label).
 inline constexpr char kDevicePluginConfigLabel[] = "nvidia.com/device-plugin.config";
+// GPU feature discovery's label of a node whose configuration shares its GPUs with MPS (gpuop's
+// labels component writes it); the MPS daemons run only there.
+inline constexpr char kMpsCapableLabel[] = "nvidia.com/mps.capable";
 // The MIG layout the node asks for (the NVIDIA MIG manager's label).
 inline constexpr char kMigConfigLabel[] = "nvidia.com/mig.config";
 

@@ -56,8 +56,8 @@ TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
   // Those that open GPU device nodes or edit the host (NVIDIA's equivalents are privileged
   // too; docs/deploy.md has the table). Discovery reads world-readable sysfs files only.
   const std::set<std::string> may_be_privileged = {
-      "driver", "runtime",  "cdi",       "labels",      "device-plugin",
-      "health", "exporter", "validator", "mig-manager", "power-manager"};
+      "driver",   "runtime",   "cdi",         "labels",        "device-plugin", "health",
+      "exporter", "validator", "mig-manager", "power-manager", "mps-daemon"};
   for (const auto& scenario : Scenarios()) {
     const std::vector<Json> objects = Render(scenario.input);
     for (const auto& o : objects) {
@@ -204,13 +204,46 @@ TEST(RenderTest, DisabledComponentsAreNotRendered) {
   EXPECT_TRUE(mounts_user_config);
 }
 
+// NVIDIA's mps-control-daemon: only where the labels component found MPS selected, with the
+// device plugin's configurations, the MPS root at /mps and its shm as /dev/shm, and the API
+// access of the configuration label only.
+TEST(RenderTest, TheMpsDaemonRunsOnMpsCapableNodesWithTheMpsRoot) {
+  for (const auto& scenario : Scenarios()) {
+    const std::vector<Json> objects = Render(scenario.input);
+    const Json* ds = Find(objects, "DaemonSet/gpuop-mps-daemon");
+    if (!scenario.input.policy.components.device_plugin) {
+      EXPECT_EQ(ds, nullptr) << scenario.name;
+      continue;
+    }
+    ASSERT_NE(ds, nullptr) << scenario.name;
+    const Json& pod = (*ds)["spec"]["template"]["spec"];
+    EXPECT_EQ(pod["nodeSelector"]["nvidia.com/mps.capable"], "true") << scenario.name;
+    EXPECT_EQ(pod["nodeSelector"]["gpuop.io/deploy.mps-daemon"], "true") << scenario.name;
+    const Json& container = pod["containers"][0];
+    EXPECT_EQ(container["command"][1], "mps-daemon");
+    std::map<std::string, std::string> mounts;
+    for (const Json& m : container["volumeMounts"]) mounts[m["mountPath"]] = m["name"];
+    std::map<std::string, std::string> host_paths;
+    for (const Json& v : pod["volumes"]) {
+      if (v.contains("hostPath")) host_paths[v["name"]] = v["hostPath"]["path"];
+    }
+    EXPECT_EQ(host_paths[mounts["/mps"]], "/run/nvidia/mps");
+    EXPECT_EQ(host_paths[mounts["/dev/shm"]], "/run/nvidia/mps/shm");
+    EXPECT_FALSE(pod.contains("hostPID")) << "clients meet it through the pipe and shm";
+    const Json* role = Find(objects, "ClusterRole/gpuop-mps-daemon");
+    ASSERT_NE(role, nullptr);
+    EXPECT_EQ((*role)["rules"], Json::parse(R"([{"apiGroups":[""],"resources":["nodes"],
+                                               "verbs":["get","list","watch"]}])"));
+  }
+}
+
 // The GPU clients start once the validator saw the driver answer; the driver, the runtime, CDI,
 // the validator and discovery do not wait; without a validator nothing waits (nothing would
 // write the file).
 TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
-  const std::set<std::string> waiting = {"gpuop-labels",      "gpuop-device-plugin",
-                                         "gpuop-health",      "gpuop-exporter",
-                                         "gpuop-mig-manager", "gpuop-power-manager"};
+  const std::set<std::string> waiting = {
+      "gpuop-labels",      "gpuop-device-plugin", "gpuop-health",    "gpuop-exporter",
+      "gpuop-mig-manager", "gpuop-power-manager", "gpuop-mps-daemon"};
   std::set<std::string> seen;
   for (const Json& o : Render(Scenarios()[1].input)) {
     if (o["kind"] != "DaemonSet") continue;

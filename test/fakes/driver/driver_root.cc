@@ -96,6 +96,12 @@ absl::Status BuildTree(const std::string& root, const std::string& version,
   absl::Status status = CopyFileAtomically(Join(root, "usr/bin/nvidia-smi"),
                                            Join(driver_root, "usr/bin/nvidia-smi"), 0755);
   if (!status.ok()) return status;
+  // The MPS control program, where the image has it (the driver's user space includes it).
+  if (Exists(Join(root, "usr/bin/nvidia-cuda-mps-control"))) {
+    status = CopyFileAtomically(Join(root, "usr/bin/nvidia-cuda-mps-control"),
+                                Join(driver_root, "usr/bin/nvidia-cuda-mps-control"), 0755);
+    if (!status.ok()) return status;
+  }
   if (status = CreateNodes(Join(driver_root, "dev"), nodes); !status.ok()) return status;
   std::ofstream marker(Join(driver_root, kTreeMarker));
   marker << "SIMULATED: a driver root built by gpuop's simulated nvidia-driver (test/fakes/driver)"

@@ -179,6 +179,27 @@ nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int
   });
 }
 
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *mode = gpu.compute_mode;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    // EXCLUSIVE_THREAD is gone from current drivers.
+    if (mode == NVML_COMPUTEMODE_EXCLUSIVE_THREAD) return NVML_ERROR_NOT_SUPPORTED;
+    if (mode != NVML_COMPUTEMODE_DEFAULT && mode != NVML_COMPUTEMODE_PROHIBITED &&
+        mode != NVML_COMPUTEMODE_EXCLUSIVE_PROCESS) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    gpu.compute_mode = mode;
+    return NVML_SUCCESS;
+  });
+}
+
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int* mhz) {
   return WithGpu(device, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     if (mhz == nullptr || !IsClockType(type)) return NVML_ERROR_INVALID_ARGUMENT;

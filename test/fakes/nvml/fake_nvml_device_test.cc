@@ -181,6 +181,23 @@ TEST_F(FakeNvmlDevice, L4HasNoMig) {
   EXPECT_EQ(nvml.nvmlDeviceGetMaxMigDeviceCount(Gpu(0), &current), NVML_ERROR_NOT_SUPPORTED);
 }
 
+TEST_F(FakeNvmlDevice, ComputeModeIsKeptPerGpu) {
+  ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);
+  nvmlComputeMode_t mode = -1;
+  ASSERT_EQ(nvml.nvmlDeviceGetComputeMode(Gpu(1), &mode), NVML_SUCCESS);
+  EXPECT_EQ(mode, NVML_COMPUTEMODE_DEFAULT);
+  ASSERT_EQ(nvml.nvmlDeviceSetComputeMode(Gpu(1), NVML_COMPUTEMODE_EXCLUSIVE_PROCESS),
+            NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetComputeMode(Gpu(1), &mode), NVML_SUCCESS);
+  EXPECT_EQ(mode, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetComputeMode(Gpu(0), &mode), NVML_SUCCESS);
+  EXPECT_EQ(mode, NVML_COMPUTEMODE_DEFAULT) << "only GPU 1 changed";
+  EXPECT_EQ(nvml.nvmlDeviceSetComputeMode(Gpu(1), NVML_COMPUTEMODE_EXCLUSIVE_THREAD),
+            NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlDeviceSetComputeMode(Gpu(1), 7), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvml.nvmlDeviceGetComputeMode(Gpu(1), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_F(FakeNvmlDevice, PowerLimitIsRangeChecked) {
   UseControlFile();
   ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);

@@ -49,6 +49,7 @@ struct GpuState {
   nvmlDevice_st handle;
   FieldValues values{};
   unsigned int power_limit_mw = 0;
+  int compute_mode = 0;  // NVML_COMPUTEMODE_DEFAULT until set
   double energy_mj = 0;
   bool lost = false;
   bool mig_enabled = false;

@@ -4,7 +4,10 @@
 //   {"dev_nodes":["/dev/nvidia0","/dev/nvidiactl",...],
 //    "nvml":{"loaded":true,"path":"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1","count":2,
 //            "uuids":["GPU-...","GPU-..."],"error":null},
-//    "cuda":{"loaded":true,"path":"...","count":2,"error":null}}
+//    "cuda":{"loaded":true,"path":"...","count":2,"error":null},
+//    "mps":{"pipe_dir":"/mps/nvidia.com/gpu/pipe","control":true}}
+// "mps" is null unless the container was given CUDA_MPS_PIPE_DIRECTORY (a device shared with
+// MPS); "control" says whether the MPS control daemon's socket is in that directory.
 // "error" is null when every call succeeded, else a string naming the call that failed and its
 // return code; "path" is null and "count" 0 when the library did not load. The libraries are
 // loaded by SONAME through the normal dynamic loader, exactly as CUDA applications do, so the
@@ -18,6 +21,7 @@
 // Linked with -static-libstdc++ -static-libgcc: it needs only glibc in the image.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -27,6 +31,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -187,6 +192,14 @@ std::string ProbeNvml() {
          ",\"uuids\":" + JsonArray(uuids) + ",\"error\":" + JsonStringOrNull(error) + "}";
 }
 
+std::string ProbeMps() {
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  if (dir == nullptr) return "null";
+  struct stat st;
+  const bool control = stat((std::string(dir) + "/control").c_str(), &st) == 0;
+  return "{\"pipe_dir\":" + JsonString(dir) + ",\"control\":" + (control ? "true" : "false") + "}";
+}
+
 std::string ProbeCuda() {
   Library lib = Load("libcuda.so.1");
   int count = 0;
@@ -233,7 +246,8 @@ int main(int argc, char** argv) {
   signal(SIGINT, Stop);
 
   const std::string report = "{\"dev_nodes\":" + JsonArray(DeviceNodes()) +
-                             ",\"nvml\":" + ProbeNvml() + ",\"cuda\":" + ProbeCuda() + "}\n";
+                             ",\"nvml\":" + ProbeNvml() + ",\"cuda\":" + ProbeCuda() +
+                             ",\"mps\":" + ProbeMps() + "}\n";
   std::fputs(report.c_str(), stdout);
   std::fflush(stdout);
   if (sleep) {
