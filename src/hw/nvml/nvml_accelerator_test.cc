@@ -57,6 +57,18 @@ class NvmlAcceleratorTest : public ::testing::Test {
     return inventory.ok() ? *inventory : Inventory{};
   }
 
+  // The first batch of events within 10 s; empty when none came (or waiting failed, which fails
+  // the test).
+  std::vector<HardwareEvent> NextEvents() {
+    for (int i = 0; i < 100; ++i) {
+      absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok()) return {};
+      if (!got->empty()) return *got;
+    }
+    return {};
+  }
+
   std::unique_ptr<NvmlAccelerator> nvml_;
   std::filesystem::path control_;
   std::filesystem::path sysfs_;
@@ -305,12 +317,7 @@ TEST_F(NvmlAcceleratorTest, OneGpuWithoutAHandleNeverHidesTheOthers) {
   // Its events are missed; the other GPUs' arrive, named by index and UUID.
   ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());
   Control("xid 3 62");
-  std::vector<HardwareEvent> events;
-  for (int i = 0; i < 100 && events.empty(); ++i) {
-    absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
-    ASSERT_TRUE(got.ok()) << got.status();
-    events = *got;
-  }
+  const std::vector<HardwareEvent> events = NextEvents();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].gpu_index, 3);
   EXPECT_EQ(events[0].gpu_uuid, inventory.gpus[2].uuid);
@@ -321,12 +328,7 @@ TEST_F(NvmlAcceleratorTest, AGpuThatRefusesEventsLeavesTheOthersWatched) {
   Control("fail 1 nvmlDeviceRegisterEvents UNKNOWN");
   ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());
   Control("xid 0 62");
-  std::vector<HardwareEvent> events;
-  for (int i = 0; i < 100 && events.empty(); ++i) {
-    absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
-    ASSERT_TRUE(got.ok()) << got.status();
-    events = *got;
-  }
+  const std::vector<HardwareEvent> events = NextEvents();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].gpu_index, 0);
 }
@@ -338,12 +340,7 @@ TEST_F(NvmlAcceleratorTest, AnEventOfALostGpuIsStillAttributed) {
   const std::string uuid = Discover().gpus[2].uuid;
   ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());
   Control("lost 2");
-  std::vector<HardwareEvent> events;
-  for (int i = 0; i < 100 && events.empty(); ++i) {
-    absl::StatusOr<std::vector<HardwareEvent>> got = nvml_->WaitEvents(absl::Milliseconds(100));
-    ASSERT_TRUE(got.ok()) << got.status();
-    events = *got;
-  }
+  const std::vector<HardwareEvent> events = NextEvents();
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events[0].gpu_index, 2);
   EXPECT_EQ(events[0].gpu_uuid, uuid);
