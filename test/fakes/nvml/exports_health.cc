@@ -105,7 +105,11 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* correc
         failure == nullptr) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
-    if (!RemapsRows(gpu)) return NVML_ERROR_NOT_SUPPORTED;
+    // nvml.h: on MIG-enabled GPUs with active instances, querying the number of remapped rows
+    // is not supported.
+    if (!RemapsRows(gpu) || (gpu.mig_enabled && !gpu.gpu_instances.empty())) {
+      return NVML_ERROR_NOT_SUPPORTED;
+    }
     *corrected = static_cast<unsigned int>(gpu.value(Field::kRemappedRowsCorrected));
     *uncorrected = static_cast<unsigned int>(gpu.value(Field::kRemappedRowsUncorrected));
     *pending = gpu.value(Field::kRemappedRowsPending) != 0 ? 1 : 0;

@@ -60,6 +60,9 @@ extern "C" {
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // nvml.h: "On MIG-enabled GPUs, querying device utilization rates is not currently
+    // supported."
+    if (gpu.mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
     utilization->gpu = Unsigned(gpu.value(Field::kGpuUtil));
     utilization->memory = Unsigned(gpu.value(Field::kMemoryUtil));
     return NVML_SUCCESS;

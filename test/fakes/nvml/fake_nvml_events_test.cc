@@ -159,17 +159,11 @@ TEST_F(FakeNvmlEvents, ControlFileInjectsFaults) {
   Control("ecc-dbe 2");
   EXPECT_EQ(Next().eventType, nvmlEventTypeDoubleBitEccError);
   EXPECT_EQ(Next().eventData, 48u);
-  // Ampere remaps the row.
-  unsigned int corrected = 9;
-  unsigned int uncorrected = 0;
-  unsigned int pending = 0;
-  unsigned int failure = 9;
-  ASSERT_EQ(nvml.nvmlDeviceGetRemappedRows(Gpu(2), &corrected, &uncorrected, &pending, &failure),
-            NVML_SUCCESS);
-  EXPECT_EQ(corrected, 0u);
-  EXPECT_EQ(uncorrected, 1u);
-  EXPECT_EQ(pending, 1u);
-  EXPECT_EQ(failure, 0u);
+  // Ampere remaps the row, which a MIG-enabled GPU with instances does not report (nvml.h);
+  // FakeNvmlMigEnabled.RemappedRowsFollowMigInstances reads it on GPUs that do.
+  unsigned int rows[4] = {};
+  EXPECT_EQ(nvml.nvmlDeviceGetRemappedRows(Gpu(2), &rows[0], &rows[1], &rows[2], &rows[3]),
+            NVML_ERROR_NOT_SUPPORTED);
   unsigned long long count = 0;
   ASSERT_EQ(nvml.nvmlDeviceGetTotalEccErrors(Gpu(2), NVML_MEMORY_ERROR_TYPE_CORRECTED,
                                              NVML_VOLATILE_ECC, &count),
@@ -370,6 +364,33 @@ TEST_F(FakeNvmlClock, BadTimeScaleIsNotLoaded) {
   EXPECT_EQ(Start("no-gpus"), NVML_ERROR_DRIVER_NOT_LOADED);
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               ::testing::HasSubstr("GPUOP_FAKE_NVML_TIME_SCALE"));
+}
+
+class FakeNvmlMigEnabled : public FakeNvmlTest {};
+
+TEST_F(FakeNvmlMigEnabled, RemappedRowsFollowMigInstances) {
+  // a100-8x-mig: GPU 0 has MIG on with instances, GPU 3 MIG on and empty, GPU 4 MIG off.
+  UseControlFile();
+  ASSERT_EQ(Start("a100-8x-mig"), NVML_SUCCESS);
+  unsigned int corrected = 9;
+  unsigned int uncorrected = 9;
+  unsigned int pending = 9;
+  unsigned int failure = 9;
+  EXPECT_EQ(nvml.nvmlDeviceGetRemappedRows(Gpu(0), &corrected, &uncorrected, &pending, &failure),
+            NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlDeviceGetRemappedRows(Gpu(3), &corrected, &uncorrected, &pending, &failure),
+            NVML_SUCCESS);
+  Control("ecc-dbe 4");
+  ASSERT_EQ(nvml.nvmlDeviceGetRemappedRows(Gpu(4), &corrected, &uncorrected, &pending, &failure),
+            NVML_SUCCESS);
+  EXPECT_EQ(corrected, 0u);
+  EXPECT_EQ(uncorrected, 1u);
+  EXPECT_EQ(pending, 1u);
+  EXPECT_EQ(failure, 0u);
+  // Utilization is not reported on MIG-enabled GPUs at all.
+  nvmlUtilization_t utilization{};
+  EXPECT_EQ(nvml.nvmlDeviceGetUtilizationRates(Gpu(3), &utilization), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlDeviceGetUtilizationRates(Gpu(4), &utilization), NVML_SUCCESS);
 }
 
 }  // namespace
