@@ -40,6 +40,8 @@ std::string HardwareEventKindName(HardwareEvent::Kind kind) {
       return "single-bit-ecc";
     case HardwareEvent::Kind::kGpuLost:
       return "gpu-lost";
+    case HardwareEvent::Kind::kUnwatched:
+      return "unwatched";
   }
   return "unknown";
 }

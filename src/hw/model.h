@@ -173,7 +173,9 @@ struct Sample {
 
 // Something the hardware reported that may change a GPU's health.
 struct HardwareEvent {
-  enum class Kind { kXid, kDoubleBitEcc, kSingleBitEcc, kGpuLost };
+  // kUnwatched: the GPU refused event registration, so its XIDs cannot be seen (reported once,
+  // when the event set is built; `reason` says why).
+  enum class Kind { kXid, kDoubleBitEcc, kSingleBitEcc, kGpuLost, kUnwatched };
   Kind kind = Kind::kXid;
   int gpu_index = 0;     // -1: the event named no GPU gpuop registered
   std::string gpu_uuid;  // empty when unknown
@@ -181,6 +183,7 @@ struct HardwareEvent {
   std::optional<unsigned int> gpu_instance_id;
   std::optional<unsigned int> compute_instance_id;
   absl::Time time;
+  std::string reason;  // for kUnwatched
 };
 std::string HardwareEventKindName(HardwareEvent::Kind kind);
 

@@ -70,6 +70,11 @@ bool HealthTracker::Observe(const std::vector<hw::HardwareEvent>& events) {
         break;
       case hw::HardwareEvent::Kind::kSingleBitEcc:
         break;  // Corrected: a trend signal, not a failure.
+      case hw::HardwareEvent::Kind::kUnwatched:
+        changed = changed || !gpu.unwatched.has_value();
+        Set(gpu.unwatched, "EventsUnavailable",
+            absl::StrCat("its XID events cannot be watched (", e.reason, ")"), at);
+        break;
     }
   }
   return changed;
@@ -157,6 +162,7 @@ std::optional<Unhealthy> HealthTracker::Check(const std::string& gpu_uuid,
   if (gpu.remap_failure.has_value()) return report(*gpu.remap_failure);
   if (gpu.retired_pending.has_value()) return report(*gpu.retired_pending);
   if (gpu.thermal.has_value()) return report(*gpu.thermal);
+  if (gpu.unwatched.has_value()) return report(*gpu.unwatched);
   if (gpu.event.has_value() && !Expired(*gpu.event, now)) return report(*gpu.event);
   if (gpu_instance.has_value()) {
     auto inst = gpu.instances.find(*gpu_instance);

@@ -31,7 +31,7 @@ struct HealthPolicy {
 // Why one device is unhealthy.
 struct Unhealthy {
   // For machines, UpperCamelCase (a Node condition's reason): XidError, DoubleBitEccError,
-  // GpuLost, RowRemapFailure, RetiredPagesPending, ThermalSlowdown.
+  // GpuLost, RowRemapFailure, RetiredPagesPending, ThermalSlowdown, EventsUnavailable.
   std::string code;
   // For people: "XID 79", "double-bit ECC error", "temperature 91 C at or above ...".
   std::string reason;
@@ -83,6 +83,7 @@ class HealthTracker {
     std::optional<Condition> remap_failure;
     std::optional<Condition> retired_pending;
     std::optional<Condition> thermal;
+    std::optional<Condition> unwatched;  // event registration refused: until the agent restarts
     std::map<unsigned int, Condition> instances;  // MIG-attributed XIDs by GPU instance
   };
 

@@ -70,6 +70,18 @@ TEST_F(HealthTrackerTest, AnXidOfNoKnownGpuMarksEveryGpuAsNvidiasPluginDoes) {
   EXPECT_EQ(health.Check("GPU-b")->reason, "XID 62 on an unidentified GPU");
 }
 
+TEST_F(HealthTrackerTest, AGpuWhoseEventsCannotBeWatchedStaysUnhealthy) {
+  HealthTracker health({.recover_after = absl::Minutes(1)}, clock_);
+  EXPECT_TRUE(health.Observe({{.kind = hw::HardwareEvent::Kind::kUnwatched,
+                               .gpu_uuid = "GPU-a",
+                               .reason = "nvmlDeviceRegisterEvents: Unknown Error"}}));
+  clock_.Advance(absl::Hours(10));
+  ASSERT_TRUE(health.Check("GPU-a").has_value());
+  EXPECT_EQ(health.Check("GPU-a")->code, "EventsUnavailable");
+  EXPECT_EQ(health.Check("GPU-a")->reason,
+            "its XID events cannot be watched (nvmlDeviceRegisterEvents: Unknown Error)");
+}
+
 TEST_F(HealthTrackerTest, LostGpuReturnsWhenItAnswers) {
   HealthTracker health({.recover_after = absl::ZeroDuration()}, clock_);
   hw::Inventory inv;

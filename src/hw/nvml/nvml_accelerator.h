@@ -98,6 +98,8 @@ class NvmlAccelerator final : public Accelerator {
     std::string uuid;
   };
   std::vector<EventDevice> event_devices_ ABSL_GUARDED_BY(mu_);
+  // GPUs whose registration failed, not yet reported by WaitEvents (kUnwatched).
+  std::vector<HardwareEvent> unwatched_ ABSL_GUARDED_BY(mu_);
   // Each GPU as last described, by index: a GPU that falls off the bus is still in the machine,
   // so Discover keeps listing it (its samples say lost) instead of dropping it.
   absl::Mutex described_mu_;

@@ -1,5 +1,6 @@
 // NvmlAccelerator::WaitEvents: XID, ECC and GPU-lost events through an NVML event set.
 #include <cstring>
+#include <utility>
 
 #include "common/status_macros.h"
 #include "hw/nvml/nvml_accelerator.h"
@@ -39,11 +40,23 @@ absl::StatusOr<nvmlEventSet_t> NvmlAccelerator::EventSet() {
     }
     const unsigned long long types = kWantedEvents & supported;
     if (types == 0) continue;
-    if (f.nvmlDeviceRegisterEvents(*device, types, set) != NVML_SUCCESS) continue;
     EventDevice registered{.device = *device, .index = index};
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {0};
     if (f.nvmlDeviceGetUUID(*device, uuid, sizeof(uuid)) == NVML_SUCCESS) {
       registered.uuid = std::string(uuid, strnlen(uuid, sizeof(uuid)));
+    }
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    const nvmlReturn_t rc = f.nvmlDeviceRegisterEvents(*device, types, set);
+    if (rc == NVML_ERROR_NOT_SUPPORTED) continue;  // too old for events: not a failure
+    if (rc != NVML_SUCCESS) {
+      // NVIDIA's device plugin marks such a GPU unhealthy: its XIDs would go unseen.
+      unwatched_.push_back(
+          {.kind = HardwareEvent::Kind::kUnwatched,
+           .gpu_index = index,
+           .gpu_uuid = registered.uuid,
+           .time = clock_.Now(),
+           .reason = absl::StrCat("nvmlDeviceRegisterEvents: ", lib_->ErrorString(rc))});
+      continue;
     }
     devices.push_back(std::move(registered));
   }
@@ -56,7 +69,8 @@ absl::StatusOr<std::vector<HardwareEvent>> NvmlAccelerator::WaitEvents(absl::Dur
   absl::MutexLock lock(&mu_);
   GPUOP_ASSIGN_OR_RETURN(nvmlEventSet_t set, EventSet());
   const NvmlFunctions& f = lib_->fn();
-  std::vector<HardwareEvent> events;
+  std::vector<HardwareEvent> events = std::exchange(unwatched_, {});
+  if (!events.empty()) return events;
   unsigned int wait_ms =
       static_cast<unsigned int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(timeout)));
   // Block for the first event, then take whatever else is already queued.
