@@ -25,6 +25,8 @@ bool SameProblem(const std::optional<Unhealthy>& a, const std::optional<Unhealth
 
 // Identifies a device across reports.
 std::string DeviceKey(const DeviceHealth& d) {
+  // A GPU discovery could not describe has no UUID: its index names it.
+  if (d.gpu_uuid.empty()) return absl::StrCat("index ", d.gpu_index);
   return d.gpu_instance_id.has_value() ? absl::StrCat(d.gpu_uuid, "/", *d.gpu_instance_id)
                                        : d.gpu_uuid;
 }
@@ -42,6 +44,7 @@ absl::StatusOr<std::string> StringField(const Json& object, const char* field,
 }  // namespace
 
 std::string DeviceHealth::Describe() const {
+  if (gpu_uuid.empty() && pci_bus_id.empty()) return absl::StrCat("GPU ", gpu_index);
   const std::string gpu =
       absl::StrCat("GPU ", gpu_index, " (", ShortUuid(gpu_uuid),
                    pci_bus_id.empty() || pci_bus_id == gpu_uuid ? "" : ", ", pci_bus_id, ")");
@@ -63,6 +66,15 @@ HealthReport BuildReport(const HealthTracker& tracker,
                          const std::vector<hw::Inventory>& inventories, absl::Time now) {
   HealthReport report{.time = now};
   for (const auto& inventory : inventories) {
+    for (const hw::UnavailableGpu& gpu : inventory.unavailable) {
+      std::optional<Unhealthy> problem = tracker.CheckUnavailable(gpu.index);
+      if (!problem.has_value()) {
+        problem = Unhealthy{.code = "GpuUnavailable",
+                            .reason = absl::StrCat("not usable: ", gpu.reason),
+                            .since = now};
+      }
+      report.devices.push_back(DeviceHealth{.gpu_index = gpu.index, .problem = std::move(problem)});
+    }
     for (const auto& gpu : inventory.gpus) {
       const std::string& id = gpu.vendor == hw::Vendor::kAmd ? gpu.pci_bus_id : gpu.uuid;
       DeviceHealth whole{.gpu_index = gpu.index,
@@ -148,6 +160,9 @@ std::string HealthFileJson(const HealthReport& report, absl::Time expires) {
   Json gpus = Json::array();
   std::map<std::string, size_t> by_uuid;
   for (const auto& d : report.devices) {
+    // The file's verdicts are per UUID; a GPU discovery could not describe has none, and the
+    // device plugin, which reads the file, does not serve it.
+    if (d.gpu_uuid.empty()) continue;
     if (d.gpu_instance_id.has_value()) {
       auto it = by_uuid.find(d.gpu_uuid);
       if (it == by_uuid.end() || !d.problem.has_value()) continue;

@@ -63,6 +63,31 @@ TEST_F(ReportTest, ConditionNamesTheGpuAndTheError) {
                                    "0000:17:00.0): XID 79 since "));
 }
 
+TEST_F(ReportTest, AGpuDiscoveryCouldNotDescribeIsInTheConditionNotTheFile) {
+  std::vector<hw::Inventory> inventories = {TwoGpus()};
+  hw::Inventory& inventory = inventories[0];
+  inventory.unavailable.push_back(
+      {.index = 2, .reason = "nvmlDeviceGetHandleByIndex_v2 (GPU 2): Insufficient Permissions"});
+  const absl::Time seen = clock_.Now();
+  tracker_.Observe(inventory, hw::Sample{});
+  clock_.Advance(absl::Minutes(1));
+  tracker_.Observe(inventory, hw::Sample{});
+  const HealthReport report = BuildReport(tracker_, inventories, clock_.Now());
+  EXPECT_EQ(report.unhealthy_count(), 1);
+  const kube::Condition c = NodeCondition(report);
+  EXPECT_EQ(c.status, "False");
+  EXPECT_EQ(c.reason, "GpuUnavailable");
+  EXPECT_THAT(c.message, HasSubstr("GPU 2: not usable: nvmlDeviceGetHandleByIndex_v2 (GPU 2): "
+                                   "Insufficient Permissions since "));
+  // Since the first sample that saw it, so a report a minute later is no transition.
+  EXPECT_EQ(tracker_.CheckUnavailable(2)->since, seen);
+  EXPECT_EQ(HealthFileJson(report, clock_.Now()).find("not usable"), std::string::npos);
+  // Once discovery describes it again, it is gone.
+  inventory.unavailable.clear();
+  tracker_.Observe(inventory, hw::Sample{});
+  EXPECT_FALSE(tracker_.CheckUnavailable(2).has_value());
+}
+
 TEST_F(ReportTest, DifferentProblemsGiveMultipleProblems) {
   tracker_.Observe({Xid("GPU-00000000-aaaa-bbbb-cccc-000000000000", 79),
                     {.kind = hw::HardwareEvent::Kind::kDoubleBitEcc,

@@ -108,6 +108,16 @@ bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sa
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
   bool changed = false;
+  std::map<int, Condition> unavailable;
+  for (const hw::UnavailableGpu& gpu : inventory.unavailable) {
+    std::optional<Condition> slot;
+    if (auto it = unavailable_.find(gpu.index); it != unavailable_.end()) slot = it->second;
+    changed = changed || !slot.has_value();
+    Set(slot, "GpuUnavailable", absl::StrCat("not usable: ", gpu.reason), now);
+    unavailable[gpu.index] = *slot;
+  }
+  changed = changed || unavailable.size() != unavailable_.size();
+  unavailable_ = std::move(unavailable);
   for (const auto& s : sample.gpus) {
     auto g = std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
                           [&](const hw::Gpu& gpu) { return gpu.index == s.index; });
@@ -170,6 +180,13 @@ std::optional<Unhealthy> HealthTracker::Check(const std::string& gpu_uuid,
   }
   if (auto ext = external_.find(gpu_uuid); ext != external_.end()) return ext->second;
   return std::nullopt;
+}
+
+std::optional<Unhealthy> HealthTracker::CheckUnavailable(int index) const {
+  absl::MutexLock lock(&mu_);
+  auto it = unavailable_.find(index);
+  if (it == unavailable_.end()) return std::nullopt;
+  return Unhealthy{.code = it->second.code, .reason = it->second.reason, .since = it->second.since};
 }
 
 absl::Time HealthTracker::NextRecovery() const {

@@ -62,6 +62,11 @@ class HealthTracker {
   std::optional<Unhealthy> Check(const std::string& gpu_uuid,
                                  std::optional<unsigned int> gpu_instance = std::nullopt) const;
 
+  // Why the GPU with driver index `index`, which discovery could not describe
+  // (hw::Inventory::unavailable), is unhealthy: GpuUnavailable with the failed call, since the
+  // first sample that saw it so; nullopt when no sample did.
+  std::optional<Unhealthy> CheckUnavailable(int index) const;
+
   // When the next recovery is due (for a timer), or InfiniteFuture.
   absl::Time NextRecovery() const;
 
@@ -86,6 +91,8 @@ class HealthTracker {
     std::optional<Condition> unwatched;  // event registration refused: until the agent restarts
     std::map<unsigned int, Condition> instances;  // MIG-attributed XIDs by GPU instance
   };
+  // GPUs discovery could not describe, by driver index (no UUID to key them by).
+  std::map<int, Condition> unavailable_ ABSL_GUARDED_BY(mu_);
 
   bool Expired(const Condition& c, absl::Time now) const;
   static void Set(std::optional<Condition>& slot, const char* code, const std::string& reason,
