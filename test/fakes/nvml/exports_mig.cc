@@ -81,11 +81,15 @@ void FillGiProfileInfo(const GiProfile& profile, Info& info) {
 // Runs fn(Machine&, GpuState&) for a MIG-capable GPU; NOT_SUPPORTED otherwise, and also when MIG
 // mode is off unless `any_mode`.
 template <typename Fn>
-nvmlReturn_t WithMigGpu(nvmlDevice_t device, bool any_mode, Fn&& fn) {
-  return WithGpu(device, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
-    if (!gpu.spec.mig || (!any_mode && !gpu.mig_enabled)) return NVML_ERROR_NOT_SUPPORTED;
-    return fn(machine, gpu);
-  });
+nvmlReturn_t WithMigGpu(nvmlDevice_t device, bool any_mode, Fn&& fn,
+                        std::source_location where = std::source_location::current()) {
+  return WithGpu(
+      device,
+      [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
+        if (!gpu.spec.mig || (!any_mode && !gpu.mig_enabled)) return NVML_ERROR_NOT_SUPPORTED;
+        return fn(machine, gpu);
+      },
+      where);
 }
 
 // Runs fn(Machine&, nvmlGpuInstance_st&) for a live GPU instance.

@@ -22,27 +22,36 @@ unsigned int Unsigned(double value) {
   return static_cast<unsigned int>(std::clamp(std::round(value), 0.0, 4294967295.0));
 }
 
+// `where`: the export that calls, whose name injected errors go by (call_errors.h).
 nvmlReturn_t Percent(nvmlDevice_t device, Field field, unsigned int* utilization,
-                     unsigned int* sampling_period_us) {
-  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
-    if (utilization == nullptr || sampling_period_us == nullptr) {
-      return NVML_ERROR_INVALID_ARGUMENT;
-    }
-    *utilization = Unsigned(gpu.value(field));
-    *sampling_period_us = kSamplingPeriodUs;
-    return NVML_SUCCESS;
-  });
+                     unsigned int* sampling_period_us,
+                     std::source_location where = std::source_location::current()) {
+  return WithGpu(
+      device,
+      [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+        if (utilization == nullptr || sampling_period_us == nullptr) {
+          return NVML_ERROR_INVALID_ARGUMENT;
+        }
+        *utilization = Unsigned(gpu.value(field));
+        *sampling_period_us = kSamplingPeriodUs;
+        return NVML_SUCCESS;
+      },
+      where);
 }
 
 // Reads one of the power-management numbers, in milliwatts.
 template <typename Read>
-nvmlReturn_t PowerLimit(nvmlDevice_t device, unsigned int* milliwatts, Read read) {
-  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
-    if (milliwatts == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (!gpu.spec.power) return NVML_ERROR_NOT_SUPPORTED;
-    *milliwatts = read(gpu);
-    return NVML_SUCCESS;
-  });
+nvmlReturn_t PowerLimit(nvmlDevice_t device, unsigned int* milliwatts, Read read,
+                        std::source_location where = std::source_location::current()) {
+  return WithGpu(
+      device,
+      [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+        if (milliwatts == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+        if (!gpu.spec.power) return NVML_ERROR_NOT_SUPPORTED;
+        *milliwatts = read(gpu);
+        return NVML_SUCCESS;
+      },
+      where);
 }
 
 bool IsClockType(int type) { return type >= NVML_CLOCK_GRAPHICS && type <= NVML_CLOCK_VIDEO; }

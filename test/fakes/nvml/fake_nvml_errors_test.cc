@@ -56,6 +56,27 @@ TEST_F(FakeNvmlErrors, TheControlFileFailsAndRestoresCalls) {
   EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &device), NVML_SUCCESS);
 }
 
+TEST_F(FakeNvmlErrors, CallsThroughSharedHelpersAnswerByTheirOwnName) {
+  // Entry points built on a shared helper (utilization with a period, power limits, MIG
+  // queries) are still failed by their own name.
+  UseControlFile();
+  ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);
+  Control("fail 0 nvmlDeviceGetEncoderUtilization NO_PERMISSION");
+  Control("fail 0 nvmlDeviceGetPowerManagementLimit UNKNOWN");
+  Control("fail 0 nvmlDeviceGetMigMode NOT_SUPPORTED");
+  unsigned int value = 0;
+  unsigned int period = 0;
+  EXPECT_EQ(nvml.nvmlDeviceGetEncoderUtilization(Gpu(0), &value, &period),
+            NVML_ERROR_NO_PERMISSION);
+  EXPECT_EQ(nvml.nvmlDeviceGetDecoderUtilization(Gpu(0), &value, &period), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlDeviceGetPowerManagementLimit(Gpu(0), &value), NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(nvml.nvmlDeviceGetEnforcedPowerLimit(Gpu(0), &value), NVML_SUCCESS);
+  unsigned int current = 0;
+  unsigned int pending = 0;
+  EXPECT_EQ(nvml.nvmlDeviceGetMigMode(Gpu(0), &current, &pending), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlDeviceGetMigMode(Gpu(1), &current, &pending), NVML_SUCCESS);
+}
+
 TEST_F(FakeNvmlErrors, BadErrorsAreRefusedByName) {
   ForgetPrintedFailures();
   const std::string bad = WriteFile(
