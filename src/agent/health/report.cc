@@ -65,9 +65,10 @@ int HealthReport::unhealthy_count() const {
 HealthReport BuildReport(const HealthTracker& tracker,
                          const std::vector<hw::Inventory>& inventories, absl::Time now) {
   HealthReport report{.time = now};
-  for (const auto& inventory : inventories) {
+  for (size_t i = 0; i < inventories.size(); ++i) {
+    const hw::Inventory& inventory = inventories[i];
     for (const hw::UnavailableGpu& gpu : inventory.unavailable) {
-      std::optional<Unhealthy> problem = tracker.CheckUnavailable(gpu.index);
+      std::optional<Unhealthy> problem = tracker.CheckUnavailable(i, gpu.index);
       if (!problem.has_value()) {
         problem = Unhealthy{.code = "GpuUnavailable",
                             .reason = absl::StrCat("not usable: ", gpu.reason),

@@ -69,9 +69,9 @@ TEST_F(ReportTest, AGpuDiscoveryCouldNotDescribeIsInTheConditionNotTheFile) {
   inventory.unavailable.push_back(
       {.index = 2, .reason = "nvmlDeviceGetHandleByIndex_v2 (GPU 2): Insufficient Permissions"});
   const absl::Time seen = clock_.Now();
-  tracker_.Observe(inventory, hw::Sample{});
+  EXPECT_TRUE(tracker_.ObserveUnavailable(inventories));
   clock_.Advance(absl::Minutes(1));
-  tracker_.Observe(inventory, hw::Sample{});
+  EXPECT_FALSE(tracker_.ObserveUnavailable(inventories));
   const HealthReport report = BuildReport(tracker_, inventories, clock_.Now());
   EXPECT_EQ(report.unhealthy_count(), 1);
   const kube::Condition c = NodeCondition(report);
@@ -80,12 +80,17 @@ TEST_F(ReportTest, AGpuDiscoveryCouldNotDescribeIsInTheConditionNotTheFile) {
   EXPECT_THAT(c.message, HasSubstr("GPU 2: not usable: nvmlDeviceGetHandleByIndex_v2 (GPU 2): "
                                    "Insufficient Permissions since "));
   // Since the first sample that saw it, so a report a minute later is no transition.
-  EXPECT_EQ(tracker_.CheckUnavailable(2)->since, seen);
+  EXPECT_EQ(tracker_.CheckUnavailable(0, 2)->since, seen);
+  // A second accelerator's inventory (another vendor) neither hides nor shares it.
+  inventories.push_back(hw::Inventory{});
+  EXPECT_FALSE(tracker_.ObserveUnavailable(inventories));
+  EXPECT_TRUE(tracker_.CheckUnavailable(0, 2).has_value());
+  EXPECT_FALSE(tracker_.CheckUnavailable(1, 2).has_value());
   EXPECT_EQ(HealthFileJson(report, clock_.Now()).find("not usable"), std::string::npos);
   // Once discovery describes it again, it is gone.
-  inventory.unavailable.clear();
-  tracker_.Observe(inventory, hw::Sample{});
-  EXPECT_FALSE(tracker_.CheckUnavailable(2).has_value());
+  inventories[0].unavailable.clear();
+  EXPECT_TRUE(tracker_.ObserveUnavailable(inventories));
+  EXPECT_FALSE(tracker_.CheckUnavailable(0, 2).has_value());
 }
 
 TEST_F(ReportTest, DifferentProblemsGiveMultipleProblems) {

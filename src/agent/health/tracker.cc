@@ -108,16 +108,6 @@ bool HealthTracker::Observe(const hw::Inventory& inventory, const hw::Sample& sa
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_.Now();
   bool changed = false;
-  std::map<int, Condition> unavailable;
-  for (const hw::UnavailableGpu& gpu : inventory.unavailable) {
-    std::optional<Condition> slot;
-    if (auto it = unavailable_.find(gpu.index); it != unavailable_.end()) slot = it->second;
-    changed = changed || !slot.has_value();
-    Set(slot, "GpuUnavailable", absl::StrCat("not usable: ", gpu.reason), now);
-    unavailable[gpu.index] = *slot;
-  }
-  changed = changed || unavailable.size() != unavailable_.size();
-  unavailable_ = std::move(unavailable);
   for (const auto& s : sample.gpus) {
     auto g = std::find_if(inventory.gpus.begin(), inventory.gpus.end(),
                           [&](const hw::Gpu& gpu) { return gpu.index == s.index; });
@@ -182,9 +172,29 @@ std::optional<Unhealthy> HealthTracker::Check(const std::string& gpu_uuid,
   return std::nullopt;
 }
 
-std::optional<Unhealthy> HealthTracker::CheckUnavailable(int index) const {
+bool HealthTracker::ObserveUnavailable(const std::vector<hw::Inventory>& inventories) {
   absl::MutexLock lock(&mu_);
-  auto it = unavailable_.find(index);
+  const absl::Time now = clock_.Now();
+  std::map<std::pair<size_t, int>, Condition> unavailable;
+  bool changed = false;
+  for (size_t i = 0; i < inventories.size(); ++i) {
+    for (const hw::UnavailableGpu& gpu : inventories[i].unavailable) {
+      const std::pair<size_t, int> key{i, gpu.index};
+      std::optional<Condition> slot;
+      if (auto it = unavailable_.find(key); it != unavailable_.end()) slot = it->second;
+      changed = changed || !slot.has_value();
+      Set(slot, "GpuUnavailable", absl::StrCat("not usable: ", gpu.reason), now);
+      unavailable[key] = *slot;
+    }
+  }
+  changed = changed || unavailable.size() != unavailable_.size();
+  unavailable_ = std::move(unavailable);
+  return changed;
+}
+
+std::optional<Unhealthy> HealthTracker::CheckUnavailable(size_t inventory, int index) const {
+  absl::MutexLock lock(&mu_);
+  auto it = unavailable_.find({inventory, index});
   if (it == unavailable_.end()) return std::nullopt;
   return Unhealthy{.code = it->second.code, .reason = it->second.reason, .since = it->second.since};
 }

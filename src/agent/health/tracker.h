@@ -62,10 +62,13 @@ class HealthTracker {
   std::optional<Unhealthy> Check(const std::string& gpu_uuid,
                                  std::optional<unsigned int> gpu_instance = std::nullopt) const;
 
-  // Why the GPU with driver index `index`, which discovery could not describe
-  // (hw::Inventory::unavailable), is unhealthy: GpuUnavailable with the failed call, since the
-  // first sample that saw it so; nullopt when no sample did.
-  std::optional<Unhealthy> CheckUnavailable(int index) const;
+  // Records the GPUs each of `inventories` (one per accelerator, in order) could not describe
+  // (hw::Inventory::unavailable); each is dated from the first call that listed it. Returns true
+  // when the set changed.
+  bool ObserveUnavailable(const std::vector<hw::Inventory>& inventories);
+  // Why GPU `index` of inventories[`inventory`] of the last ObserveUnavailable is unhealthy:
+  // GpuUnavailable with the failed call; nullopt when it was not listed there.
+  std::optional<Unhealthy> CheckUnavailable(size_t inventory, int index) const;
 
   // When the next recovery is due (for a timer), or InfiniteFuture.
   absl::Time NextRecovery() const;
@@ -91,8 +94,9 @@ class HealthTracker {
     std::optional<Condition> unwatched;  // event registration refused: until the agent restarts
     std::map<unsigned int, Condition> instances;  // MIG-attributed XIDs by GPU instance
   };
-  // GPUs discovery could not describe, by driver index (no UUID to key them by).
-  std::map<int, Condition> unavailable_ ABSL_GUARDED_BY(mu_);
+  // GPUs discovery could not describe, by inventory position and driver index (they have no
+  // UUID to key them by).
+  std::map<std::pair<size_t, int>, Condition> unavailable_ ABSL_GUARDED_BY(mu_);
 
   bool Expired(const Condition& c, absl::Time now) const;
   static void Set(std::optional<Condition>& slot, const char* code, const std::string& reason,

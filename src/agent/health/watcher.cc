@@ -68,7 +68,7 @@ bool HealthWatcher::SampleNow() {
     absl::MutexLock lock(&mu_);
     inventories = inventories_;
   }
-  bool changed = false;
+  bool changed = tracker_.ObserveUnavailable(inventories);
   for (size_t i = 0; i < accelerators_.size() && i < inventories.size(); ++i) {
     absl::StatusOr<hw::Sample> sample = accelerators_[i]->TakeSample();
     if (sample.ok()) changed = tracker_.Observe(inventories[i], *sample) || changed;

@@ -252,6 +252,12 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
   return absl::OkStatus();
 }
 
+// containerd 2.x reads a version 1 file but ignores its CRI settings: neither that file's CRI
+// table nor its imports' count.
+bool CriIgnored(const ContainerdConfig& config, const Options& options) {
+  return config.version == 1 && options.containerd_major >= 2;
+}
+
 }  // namespace
 
 absl::StatusOr<ContainerdConfig> InspectContainerdConfig(absl::string_view content,
@@ -273,13 +279,13 @@ absl::StatusOr<std::string> RenderContainerdDropIn(absl::string_view main,
         main_file.string(),
         ": no `version` (a version 1 file), which containerd 1.x and 2.x read differently (2.x "
         "ignores its CRI plugin settings), and containerd's version is unknown: gpuop could not "
-        "ask containerd (is it running?); add `version = 2` if the file is containerd 1.x's, or "
-        "start containerd"));
+        "ask containerd (is it running?); start containerd, or tell its major version "
+        "(--containerd-major)"));
   }
   // containerd 2.x ignores a version 1 file's CRI settings: the node runs with the built-in
   // ones, which a version 3 drop-in changes key by key (a drop-in under a main file without
   // `version` may have any version).
-  const bool ignored_v1 = config.version == 1 && merging;
+  const bool ignored_v1 = CriIgnored(config, options);
   if (ignored_v1) {
     config = {.version = 3, .version_written = true, .cri_plugin = "io.containerd.cri.v1.runtime"};
   }
@@ -340,7 +346,8 @@ Plan ContainerdPlan(const HostFiles& files, const Options& options,
         if (!main.has_value()) main = NewContainerdConfig();
         GPUOP_ASSIGN_OR_RETURN(const ContainerdConfig config, InspectContainerdConfig(*main));
         std::vector<ImportedFile> imported;
-        for (const std::string& entry : config.imports) {
+        for (const std::string& entry :
+             CriIgnored(config, options) ? std::vector<std::string>{} : config.imports) {
           fs::path pattern = entry;
           if (pattern.is_relative())
             pattern = fs::path(kContainerdConfigPath).parent_path() / entry;
