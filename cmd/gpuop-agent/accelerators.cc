@@ -46,8 +46,12 @@ agent::HealthPolicy HealthPolicyFlags::Policy() const {
     const char* value = std::getenv(name);
     return value == nullptr ? std::nullopt : std::optional<std::string>(value);
   };
+  // Checked by the flag's validator: a bad value never gets here.
+  std::map<uint64_t, agent::XidAction> actions =
+      agent::ParseXidActions(xid_actions).value_or(std::map<uint64_t, agent::XidAction>{});
   agent::XidChecks checks =
-      agent::ResolveXidChecks({.ignore_xids = ignore_xids,
+      agent::ResolveXidChecks({.actions = std::move(actions),
+                               .ignore_xids = ignore_xids,
                                .replace_default_ignored = replace_default_ignored_xids,
                                .disable = env("DP_DISABLE_HEALTHCHECKS"),
                                .enable = env("DP_ENABLE_HEALTHCHECKS")});
@@ -57,13 +61,26 @@ agent::HealthPolicy HealthPolicyFlags::Policy() const {
                  "an XID, \"all\" or \"xids\"\n",
                  entry.c_str());
   }
-  return {.xid_checks = std::move(checks), .recover_after = absl::Seconds(recover_after_seconds)};
+  return {.xid_checks = std::move(checks)};
 }
 
 void AddHealthPolicyFlags(CLI::App& command, HealthPolicyFlags& flags) {
   command
-      .add_option("--recover-after", flags.recover_after_seconds,
-                  "Seconds without a new XID or ECC error before a GPU is healthy again (0: never)")
+      .add_option("--xid-actions", flags.xid_actions,
+                  "What XIDs ask for, replacing NVIDIA's XID catalogue for them: "
+                  "<XID>=<Ignore|RestartApp|ResetGpu|RebootNode|ContactSupport>, comma-separated")
+      ->check([](const std::string& value) {
+        absl::StatusOr<std::map<uint64_t, agent::XidAction>> parsed = agent::ParseXidActions(value);
+        return parsed.ok() ? std::string() : std::string(parsed.status().message());
+      });
+  command
+      .add_option("--driver-ready-file", flags.evidence.driver_ready,
+                  "The driver container's ready file: a driver loaded after a GPU needed a reset "
+                  "ends that need")
+      ->capture_default_str();
+  command
+      .add_option("--gpu-reset-dir", flags.evidence.reset_dir,
+                  "Where the components that reset a GPU record it (one file per GPU UUID)")
       ->capture_default_str();
   command
       .add_option("--ignore-xids", flags.ignore_xids,

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
+#include "agent/health/recovery_evidence.h"
 #include "agent/health/tracker.h"
 #include "hw/accelerator.h"
 #include "kube/client/client.h"
@@ -56,9 +57,11 @@ std::unique_ptr<kube::Client> ClientUntilSignal(const std::string& kubeconfig,
 
 // When a GPU counts as unhealthy, as flags of the subcommands that judge health.
 struct HealthPolicyFlags {
-  int recover_after_seconds = 600;
   std::vector<uint64_t> ignore_xids;  // added to the default ignored XIDs
   bool replace_default_ignored_xids = false;
+  std::string xid_actions;  // "109=RestartApp,..." (checked when parsed)
+  // Where the recovery evidence is (recovery_evidence.h).
+  agent::NodeRecoveryEvidenceOptions evidence;
 
   agent::HealthPolicy Policy() const;
 };

@@ -58,10 +58,13 @@ void AddDevicePluginCommand(CLI::App& app) {
     std::vector<hw::Accelerator*> raw;
     for (auto& a : accelerators) raw.push_back(a.get());
     agent::ConfigSource source(flags->config_dir, flags->config_name);
+    agent::NodeRecoveryEvidence evidence(flags->health.evidence);
     agent::DevicePluginAgent plugin(
         raw, source,
         {.manager = {.plugin_dir = flags->plugin_dir},
-         .health = {.policy = flags->health.Policy(), .external_file = flags->health_file},
+         .health = {.policy = flags->health.Policy(),
+                    .external_file = flags->health_file,
+                    .evidence = &evidence},
          .layout_file = flags->layout_file,
          .cdi_enabled = flags->cdi_enabled,
          .cdi_spec = std::filesystem::path(flags->hardware.host_root) /

@@ -19,6 +19,7 @@ void AddHealthCommand(CLI::App& app) {
     std::string pod_name;
     std::string kubeconfig;
     std::string health_file = "/run/gpuop/gpu-health.json";
+    std::string state_file = "/run/gpuop/health-state.json";
     int sample_seconds = 10;
   };
   auto flags = std::make_shared<Flags>();
@@ -31,6 +32,10 @@ void AddHealthCommand(CLI::App& app) {
                   "the Node that gets the condition and Events; none when unset (local only)");
   sub->add_option("--pod-name", flags->pod_name, "This pod ($POD_NAME), as the Events' reporter");
   sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
+  sub->add_option("--state-file", flags->state_file,
+                  "Where the conditions waiting for a reset or a reboot are kept across restarts "
+                  "(empty: not kept)")
+      ->capture_default_str();
   sub->add_option("--health-file", flags->health_file,
                   "Where the verdicts go for the device plugin (empty: nowhere)")
       ->capture_default_str();
@@ -68,6 +73,9 @@ void AddHealthCommand(CLI::App& app) {
     options.watch.policy = flags->health.Policy();
     options.watch.sample_interval = absl::Seconds(flags->sample_seconds);
     options.health_file = flags->health_file;
+    options.state_file = flags->state_file;
+    agent::NodeRecoveryEvidence evidence(flags->health.evidence);
+    options.watch.evidence = &evidence;
     agent::HealthMonitor monitor(raw, options,
                                  [&publisher](const agent::HealthReport& report,
                                               std::vector<agent::HealthTransition> transitions) {

@@ -161,6 +161,9 @@ struct GpuSample {
   std::optional<bool> remapped_rows_failure;
   std::optional<unsigned int> pcie_replay_count;
   std::optional<uint64_t> throttle_reasons;  // NVML clock-event reason bits
+  // What the driver says the GPU needs (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: NONE 0, GPU_RESET 1,
+  // NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4); empty where the driver does not report it.
+  std::optional<unsigned int> recovery_action;
   std::vector<ProcessUsage> processes;
   // Set when the GPU stopped answering (NVML GPU_IS_LOST): every other field is empty.
   bool lost = false;

@@ -34,13 +34,19 @@ void OperatorE2eTest::RemediateAnXid() {
   ASSERT_TRUE(driver_pods->contains(node));
   const std::string old_driver_pod = Name((*driver_pods)[node]);
 
-  // The node's health monitor: a real agent process on the fake NVML (8 x H100).
+  // The node's health monitor: a real agent process on the fake NVML (8 x H100). kwok runs no
+  // probes, so the test does what the driver container's startup probe does on a real node: it
+  // touches the driver's ready file once the driver pod is up (below).
   const std::filesystem::path control = work_dir_ / "nvml-control";
+  const std::filesystem::path driver_ready = work_dir_ / ".driver-ctr-ready";
+  ASSERT_TRUE(AppendLine(driver_ready, "").ok());
   absl::StatusOr<std::unique_ptr<ChildProcess>> agent = ChildProcess::Start(
       {GPUOP_AGENT_BINARY, "health", "--node-name", node, "--kubeconfig",
        ClusterEnvironment::Get().kubeconfig().string(), "--nvml-library", GPUOP_FAKE_NVML_LIBRARY,
        "--sysfs-root", (work_dir_ / "no-sysfs").string(), "--health-file",
-       (work_dir_ / "gpu-health.json").string(), "--recover-after", "6", "--sample-interval", "2"},
+       (work_dir_ / "gpu-health.json").string(), "--state-file",
+       (work_dir_ / "health-state.json").string(), "--driver-ready-file", driver_ready.string(),
+       "--sample-interval", "2"},
       {"GPUOP_FAKE_NVML_SCENARIO=h100-8x-nvswitch",
        absl::StrCat("GPUOP_FAKE_NVML_CONTROL=", control.string())},
       work_dir_ / "agent-health.log");
@@ -59,24 +65,17 @@ void OperatorE2eTest::RemediateAnXid() {
       });
   ASSERT_TRUE(healthy.ok()) << healthy;
 
-  // XID 79 (fallen off the bus) on GPU 3, repeated every 2 s so that the GPU stays unhealthy
-  // (the agent recovers it after 6 quiet seconds) until the remediation has been seen waiting
-  // in Validate for a while; then the XIDs stop and the GPU recovers.
-  absl::Time last_xid = absl::InfinitePast();
+  // XID 48 (double-bit ECC) on GPU 3, once: the catalogue resets the GPU for it, so the GPU
+  // stays unhealthy, however long, until the driver has been reloaded. The remediation restarts
+  // the driver pod; the GPU stays unhealthy in Validate until the new driver reports loaded.
+  ASSERT_TRUE(AppendLine(control, "xid 3 48").ok());
   std::optional<absl::Time> validate_seen;
-  bool saw_unhealthy = false, saw_taint = false, saw_in_progress = false;
+  bool saw_unhealthy = false, saw_taint = false, saw_in_progress = false, saw_action = false;
+  bool driver_loaded = false;
   std::vector<std::string> violations;
   const absl::Status remediated =
       AwaitDone("the node remediated", absl::Minutes(5), [&]() -> absl::StatusOr<std::string> {
         const absl::Time now = absl::Now();
-        const bool keep_failing =
-            !validate_seen.has_value() || now - *validate_seen < absl::Seconds(6);
-        if (keep_failing && now - last_xid >= absl::Seconds(2)) {
-          if (absl::Status appended = AppendLine(control, "xid 3 79"); !appended.ok()) {
-            return appended;
-          }
-          last_xid = now;
-        }
         absl::StatusOr<Json> got = client_->Get(resources::kNodes, "", node);
         if (!got.ok()) return got.status();
         const std::string health = ConditionStatus(*got, "GPUHealthy");
@@ -86,17 +85,29 @@ void OperatorE2eTest::RemediateAnXid() {
         saw_unhealthy = saw_unhealthy || health == "False";
         saw_taint = saw_taint || tainted;
         saw_in_progress = saw_in_progress || state == "in-progress";
+        saw_action =
+            saw_action || (ConditionStatus(*got, "GPURecoveryAction") == "True" &&
+                           AnnotationOf(*got, "gpuop.io/remediation-action") == "ResetGpu");
         if (step == "Validate" && health == "False" && !validate_seen.has_value()) {
           validate_seen = now;
+        }
+        // Waited in Validate for two samples with the new driver pod running: the new driver
+        // has loaded (what its startup probe records).
+        if (validate_seen.has_value() && !driver_loaded &&
+            now - *validate_seen > absl::Seconds(4)) {
+          absl::StatusOr<std::map<std::string, Json>> pods = OperandPods("gpuop-driver-debian12");
+          if (pods.ok() && pods->contains(node) && Name((*pods)[node]) != old_driver_pod) {
+            std::filesystem::last_write_time(driver_ready,
+                                             std::filesystem::file_time_type::clock::now());
+            driver_loaded = true;
+          }
         }
         // While the GPU is unhealthy the node must not go back to service.
         if (saw_taint && health == "False" && (!tainted || state == "done")) {
           violations.push_back(absl::StrCat("state=", state, " step=", step, " tainted=", tainted,
                                             " with GPUHealthy=False"));
         }
-        if (state == "done" && !tainted && health == "True" && validate_seen.has_value()) {
-          return "";
-        }
+        if (state == "done" && !tainted && health == "True" && driver_loaded) return "";
         return absl::StrCat("GPUHealthy=", health, " state=", state, " step=", step,
                             " tainted=", tainted);
       });
@@ -104,6 +115,8 @@ void OperatorE2eTest::RemediateAnXid() {
   EXPECT_TRUE(saw_unhealthy);
   EXPECT_TRUE(saw_taint);
   EXPECT_TRUE(saw_in_progress);
+  EXPECT_TRUE(saw_action) << "GPURecoveryAction=True and the remediation ran ResetGpu";
+  EXPECT_TRUE(validate_seen.has_value()) << "the GPU stayed unhealthy after the driver restart";
   EXPECT_THAT(violations, IsEmpty());
 
   // Its state, as kubectl shows it.

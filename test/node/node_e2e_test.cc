@@ -31,6 +31,7 @@
 #include "test/e2e/operator_e2e_util.h"
 #include "test/node/node_e2e_driver_steps.h"
 #include "test/node/node_e2e_fixture.h"
+#include "test/node/node_e2e_health_steps.h"
 #include "test/node/node_e2e_reports.h"
 #include "test/node/node_e2e_util.h"
 
@@ -531,6 +532,13 @@ TEST_F(NodeE2ETest, MpsSharingServesReplicasOnceItsDaemonRuns) {
       });
   EXPECT_TRUE(back.ok()) << back;
   EXPECT_TRUE(Api()->Delete(configs + "/mps-configs").ok());
+}
+
+// XIDs act by class on the real kubelet (node_e2e_health_steps.h): an application XID leaves
+// its GPU allocatable; a reset XID withdraws its GPU until remediation restarted the driver.
+TEST_F(NodeE2ETest, AResetXidWithdrawsTheGpuUntilRemediationRestartsTheDriver) {
+  if (!S().components_ready) GTEST_SKIP() << "needs EveryComponentRunsAndThePolicyGoesReady";
+  XidRemediationStep();
 }
 
 TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {

@@ -42,6 +42,27 @@ class DevicePluginAgentTest : public ::testing::Test {
   }
 
   // Starts the fake kubelet, a fake NVML machine and the agent with `config` (YAML).
+  // The node's recovery evidence, as a test sets it: GPU resets only.
+  class Evidence : public RecoveryEvidence {
+   public:
+    std::string BootId() const override { return "boot"; }
+    absl::Time DriverLoadedAt() const override { return absl::InfinitePast(); }
+    absl::Time GpuResetAt(const std::string& uuid) const override {
+      absl::MutexLock lock(&mu_);
+      auto it = resets_.find(uuid);
+      return it == resets_.end() ? absl::InfinitePast() : it->second;
+    }
+    void Reset(const std::string& uuid) {
+      absl::MutexLock lock(&mu_);
+      resets_[uuid] = absl::Now();
+    }
+
+   private:
+    mutable absl::Mutex mu_;
+    std::map<std::string, absl::Time> resets_;
+  };
+  Evidence evidence_;
+
   void Start(const char* scenario, const std::string& config = "", HealthPolicy health = {}) {
     control_ = dir_.path() / "nvml-control";
     std::ofstream(control_).flush();
@@ -72,7 +93,8 @@ class DevicePluginAgentTest : public ::testing::Test {
                                  .health = {.policy = health,
                                             .sample_interval = absl::Milliseconds(50),
                                             .event_wait = absl::Milliseconds(50),
-                                            .external_file = dir_.path() / "run" / "health.json"},
+                                            .external_file = dir_.path() / "run" / "health.json",
+                                            .evidence = &evidence_},
                                  .layout_file = dir_.path() / "run" / "layout",
                                  .poll = absl::Milliseconds(50),
                                  .init_retry = absl::Milliseconds(100),
@@ -439,7 +461,7 @@ TEST_F(DevicePluginAgentTest, AnMpsResourceIsServedWhileItsDaemonReportsItReady)
 }
 
 TEST_F(DevicePluginAgentTest, LostGpuIsUnhealthyAndRecovers) {
-  Start("h100-8x-nvswitch", "", {.recover_after = absl::ZeroDuration()});
+  Start("h100-8x-nvswitch");
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
   const std::string uuid = nvml_->Discover()->gpus[4].uuid;
   Control("lost 4");
@@ -459,17 +481,25 @@ TEST_F(DevicePluginAgentTest, LostGpuIsUnhealthyAndRecovers) {
   EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
 }
 
-TEST_F(DevicePluginAgentTest, XidMarksUnhealthyThenRecoversAfterTheQuietPeriod) {
-  Start("h100-8x-nvswitch", "", {.recover_after = absl::Milliseconds(300)});
+TEST_F(DevicePluginAgentTest, AResetXidHoldsUntilTheGpuIsReset) {
+  Start("h100-8x-nvswitch");
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
   Control("xid 2 13");  // an application error: ignored
-  Control("xid 3 79");
+  Control("xid 3 95");  // an uncontained ECC error: the GPU needs a reset
   ASSERT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 7, kWait).ok());
   auto inventory = nvml_->Discover();
-  auto bad = agent_->health().Check(inventory->gpus[3].uuid);
+  const std::string uuid = inventory->gpus[3].uuid;
+  auto bad = agent_->health().Check(uuid);
   ASSERT_TRUE(bad.has_value());
-  EXPECT_EQ(bad->reason, "XID 79");
+  EXPECT_EQ(bad->reason, "XID 95");
+  EXPECT_EQ(bad->action, XidAction::kResetGpu);
   EXPECT_FALSE(agent_->health().Check(inventory->gpus[2].uuid).has_value());
+  // Samples pass and the GPU stays out; the reset of another GPU changes nothing.
+  absl::SleepFor(absl::Milliseconds(300));
+  evidence_.Reset(inventory->gpus[2].uuid);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(kubelet_->Resource("nvidia.com/gpu")->allocatable, 7);
+  evidence_.Reset(uuid);
   EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
 }
 

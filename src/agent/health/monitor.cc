@@ -69,7 +69,32 @@ absl::Status HealthMonitor::Rediscover() {
   return absl::OkStatus();
 }
 
+void HealthMonitor::LoadState() {
+  if (options_.state_file.empty()) return;
+  absl::StatusOr<std::optional<std::string>> text = common::ReadFileIfExists(options_.state_file);
+  if (!text.ok() || !text->has_value()) return;
+  const nlohmann::json state = nlohmann::json::parse(**text, nullptr, /*allow_exceptions=*/false);
+  absl::Status loaded = watcher_.tracker().LoadState(state);
+  if (!loaded.ok()) {
+    // Never trusted in part; the conditions it held are seen again if they still hold.
+    std::fprintf(stderr, "health: ignoring %s: %s\n", options_.state_file.c_str(),
+                 loaded.ToString().c_str());
+  }
+}
+
+void HealthMonitor::SaveState() {
+  if (options_.state_file.empty()) return;
+  std::string text = watcher_.tracker().SaveState().dump();
+  if (text == state_written_) return;
+  if (absl::Status s = common::WriteFileAtomically(options_.state_file, text + "\n"); !s.ok()) {
+    std::fprintf(stderr, "health: %s\n", s.ToString().c_str());
+    return;
+  }
+  state_written_ = std::move(text);
+}
+
 absl::Status HealthMonitor::Start() {
+  LoadState();
   GPUOP_RETURN_IF_ERROR(Rediscover());
   watcher_.SampleNow();
   Evaluate(true);
@@ -103,6 +128,7 @@ void HealthMonitor::Evaluate(bool refresh) {
     write_file = write_file || changed || now - file_written_ >= options_.file_validity / 2;
     last_ = report;
   }
+  SaveState();
   if (metrics_) {
     for (const auto& t : transitions) {
       metrics_->transitions.With({t.recovered ? "recovered" : "unhealthy"}).Inc();

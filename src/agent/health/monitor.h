@@ -24,6 +24,11 @@ struct HealthMonitorOptions {
   HealthWatcherOptions watch;  // its external_file is ignored: the monitor writes that file
   // Where the verdicts go for the device plugin (see report.h); empty: no file.
   std::filesystem::path health_file = "/run/gpuop/gpu-health.json";
+  // The conditions that wait for an action (HealthTracker::SaveState), read at Start() and
+  // rewritten when they change, so a restarted monitor keeps a GPU that still needs a reset or
+  // a reboot unhealthy. Under /run, a reboot empties it as the reboot ends the conditions.
+  // Empty: not kept.
+  std::filesystem::path state_file = "/run/gpuop/health-state.json";
   // How long a written file stays valid; it is rewritten when half of that has passed.
   absl::Duration file_validity = absl::Minutes(2);
   // Re-discovery of the GPUs (MIG layouts change, GPUs fall off the bus).
@@ -62,6 +67,8 @@ class HealthMonitor {
   // Builds the report; writes the file and notifies when something changed or `refresh`.
   void Evaluate(bool refresh);
   void Maintain(std::stop_token stop);
+  void LoadState();
+  void SaveState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(evaluate_mu_);
 
   const std::vector<hw::Accelerator*> accelerators_;
   const HealthMonitorOptions options_;
@@ -74,6 +81,7 @@ class HealthMonitor {
   std::vector<hw::Inventory> inventories_ ABSL_GUARDED_BY(mu_);
   std::optional<HealthReport> last_ ABSL_GUARDED_BY(mu_);
   absl::Time file_written_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::string state_written_ ABSL_GUARDED_BY(evaluate_mu_);
   std::jthread maintainer_;
 };
 

@@ -36,7 +36,13 @@ class HealthMonitorTest : public ::testing::Test {
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
     HealthMonitorOptions options;
-    options.watch.policy.recover_after = absl::Seconds(1);
+    std::ofstream(dir_.path() / "boot_id") << "boot-1\n";
+    evidence_ = std::make_unique<NodeRecoveryEvidence>(
+        NodeRecoveryEvidenceOptions{.boot_id = dir_.path() / "boot_id",
+                                    .driver_ready = dir_.path() / ".driver-ctr-ready",
+                                    .reset_dir = dir_.path() / "gpu-resets"});
+    options.watch.evidence = evidence_.get();
+    options.state_file = dir_.path() / "health-state.json";
     options.watch.sample_interval = absl::Milliseconds(50);
     options.watch.event_wait = absl::Milliseconds(50);
     options.health_file = file_;
@@ -81,6 +87,7 @@ class HealthMonitorTest : public ::testing::Test {
   const std::filesystem::path file_ = dir_.path() / "run" / "gpu-health.json";
   std::unique_ptr<hw::NvmlAccelerator> nvml_;
   std::unique_ptr<HealthMonitor> monitor_;
+  std::unique_ptr<NodeRecoveryEvidence> evidence_;
   absl::Mutex mu_;
   int reports_ = 0;
   HealthReport last_;
@@ -106,19 +113,36 @@ TEST_F(HealthMonitorTest, HealthyMachineWritesAHealthyFileAndReports) {
   EXPECT_TRUE(transitions_.empty());
 }
 
-TEST_F(HealthMonitorTest, XidMarksTheGpuThenItRecovers) {
+TEST_F(HealthMonitorTest, AResetXidHoldsAcrossARestartUntilTheDriverReloads) {
   Start("h100-8x-nvswitch");
   Control("xid 3 13");  // an application error: ignored
-  Control("xid 5 79");
+  Control("xid 5 48");
   ASSERT_TRUE(WaitFor([](const auto& ts) { return Count(false, "XidError")(ts) == 1; }));
   const HealthReport report = monitor_->report();
   ASSERT_EQ(report.unhealthy_count(), 1);
   const std::string uuid = report.devices[5].gpu_uuid;
-  EXPECT_EQ(report.devices[5].problem->reason, "XID 79");
+  EXPECT_EQ(report.devices[5].problem->reason, "XID 48");
+  EXPECT_EQ(report.devices[5].problem->action, XidAction::kResetGpu);
   std::map<std::string, Unhealthy> verdicts = FileVerdicts();
   ASSERT_TRUE(verdicts.contains(uuid));
-  EXPECT_EQ(verdicts[uuid].reason, "XID 79");
-  // recover_after is 1 s: the GPU comes back without another XID.
+  EXPECT_EQ(verdicts[uuid].reason, "XID 48");
+  EXPECT_EQ(verdicts[uuid].action, XidAction::kResetGpu);
+
+  // A restarted monitor reads the state file: the GPU still needs its reset.
+  monitor_->Stop();
+  monitor_.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    transitions_.clear();
+  }
+  nvml_.reset();
+  Start("h100-8x-nvswitch");
+  ASSERT_EQ(monitor_->report().unhealthy_count(), 1);
+  EXPECT_EQ(monitor_->report().devices[5].problem->reason, "XID 48");
+
+  // The driver container's ready file appears after the XID: the driver reloaded.
+  absl::SleepFor(absl::Milliseconds(20));  // past the file system's timestamp granularity
+  std::ofstream(dir_.path() / ".driver-ctr-ready").flush();
   ASSERT_TRUE(WaitFor([](const auto& ts) { return Count(true)(ts) == 1; }));
   EXPECT_TRUE(monitor_->report().healthy());
   EXPECT_TRUE(FileVerdicts().empty());
@@ -161,7 +185,7 @@ TEST_F(HealthMonitorTest, MigAttributedXidIsolatesOneInstance) {
   }
   ASSERT_NE(mig_gpu, nullptr) << "the preset has MIG devices";
   const hw::MigDevice& victim = mig_gpu->mig_devices.front();
-  Control(absl::StrCat("xid ", mig_gpu->index, " 94 ", victim.gpu_instance_id, " ",
+  Control(absl::StrCat("xid ", mig_gpu->index, " 95 ", victim.gpu_instance_id, " ",
                        victim.compute_instance_id));
   ASSERT_TRUE(WaitFor([](const auto& ts) { return Count(false)(ts) == 1; }));
   absl::MutexLock lock(&mu_);

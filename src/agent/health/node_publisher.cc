@@ -78,15 +78,19 @@ void NodeHealthPublisher::Stop() {
 
 void NodeHealthPublisher::Update(const HealthReport& report,
                                  std::vector<HealthTransition> transitions) {
-  kube::Condition condition = NodeCondition(report);
+  std::vector<kube::Condition> conditions = {NodeCondition(report),
+                                             RecoveryActionCondition(report)};
   absl::MutexLock lock(&mu_);
-  if (!condition_.has_value() || condition_->status != condition.status) {
-    transition_time_ = report.time;
-  }
-  if (!condition_.has_value() || condition_->status != condition.status ||
-      condition_->reason != condition.reason || condition_->message != condition.message) {
-    condition_ = std::move(condition);
-    condition_dirty_ = true;
+  conditions_.resize(conditions.size(), {kube::Condition{}, report.time});
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    auto& [current, transition] = conditions_[i];
+    const kube::Condition& next = conditions[i];
+    if (current.status != next.status) transition = report.time;
+    if (current.status != next.status || current.reason != next.reason ||
+        current.message != next.message) {
+      current = next;
+      condition_dirty_ = true;
+    }
   }
   for (auto& t : transitions) {
     const std::string name = kube::EventName(options_.node_name, absl::Uniform<uint64_t>(random_));
@@ -107,12 +111,14 @@ absl::Status NodeHealthPublisher::LearnNode() {
   ref.api_version = "v1";
   ref.kind = "Node";
   ref.resource_version.clear();
-  absl::StatusOr<kube::Condition> existing =
-      GetNodeCondition(client_, options_.node_name, std::string(kGpuHealthyCondition));
-  if (existing.ok()) {
-    existing_ = *std::move(existing);
-  } else if (!absl::IsNotFound(existing.status())) {
-    return existing.status();
+  for (absl::string_view type : {kGpuHealthyCondition, kGpuRecoveryActionCondition}) {
+    absl::StatusOr<kube::Condition> existing =
+        GetNodeCondition(client_, options_.node_name, std::string(type));
+    if (existing.ok()) {
+      existing_[std::string(type)] = *std::move(existing);
+    } else if (!absl::IsNotFound(existing.status())) {
+      return existing.status();
+    }
   }
   node_ref_ = std::move(ref);
   return absl::OkStatus();
@@ -124,14 +130,15 @@ absl::Status NodeHealthPublisher::WriteCondition(const kube::Condition& conditio
   written.last_transition_time = transition;
   // Keep the published transition time when the status is what the Node already shows (the
   // agent restarted, or this is a heartbeat).
-  if (existing_.has_value() && existing_->status == condition.status &&
-      existing_->last_transition_time != absl::InfinitePast()) {
-    written.last_transition_time = existing_->last_transition_time;
+  auto existing = existing_.find(condition.type);
+  if (existing != existing_.end() && existing->second.status == condition.status &&
+      existing->second.last_transition_time != absl::InfinitePast()) {
+    written.last_transition_time = existing->second.last_transition_time;
   }
   absl::Status patched = PatchNodeCondition(client_, options_.node_name, written, clock_.Now());
   if (metrics_) metrics_->writes.With({"condition", patched.ok() ? "ok" : "error"}).Inc();
   if (!patched.ok()) return patched;
-  existing_ = std::move(written);
+  existing_[written.type] = std::move(written);
   return absl::OkStatus();
 }
 
@@ -157,22 +164,22 @@ absl::Status NodeHealthPublisher::WriteEvent(const PendingEvent& event) {
 
 absl::Status NodeHealthPublisher::Flush() {
   if (!node_ref_.has_value()) GPUOP_RETURN_IF_ERROR(LearnNode());
-  std::optional<kube::Condition> condition;
-  absl::Time transition;
+  std::vector<std::pair<kube::Condition, absl::Time>> conditions;
   {
     absl::MutexLock lock(&mu_);
     const bool heartbeat_due = clock_.Now() >= next_heartbeat_;
-    if (condition_.has_value() && (condition_dirty_ || heartbeat_due)) {
-      condition = condition_;
-      transition = transition_time_;
+    if (!conditions_.empty() && (condition_dirty_ || heartbeat_due)) {
+      conditions = conditions_;
       condition_dirty_ = false;
     }
   }
-  if (condition.has_value()) {
-    if (absl::Status s = WriteCondition(*condition, transition); !s.ok()) {
-      absl::MutexLock lock(&mu_);
-      condition_dirty_ = true;  // unless a newer one replaced it, which is dirty anyway
-      return s;
+  if (!conditions.empty()) {
+    for (const auto& [condition, transition] : conditions) {
+      if (absl::Status s = WriteCondition(condition, transition); !s.ok()) {
+        absl::MutexLock lock(&mu_);
+        condition_dirty_ = true;  // unless a newer one replaced it, which is dirty anyway
+        return s;
+      }
     }
     absl::MutexLock lock(&mu_);
     ++stats_.condition_writes;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -50,8 +51,9 @@ struct NodeHealthPublisherStats {
   bool condition_pending = false;
 };
 
-// Publishes a node's GPU health to the API server: the GPUHealthy Node condition, and an Event on
-// the Node for each device that became unhealthy or recovered.
+// Publishes a node's GPU health to the API server: the GPUHealthy and GPURecoveryAction Node
+// conditions (report.h), and an Event on the Node for each device that became unhealthy or
+// recovered.
 //
 // Update() never waits for the API server. A background thread writes; while the API server is
 // unreachable, the latest condition and every transition wait (with backoff between attempts)
@@ -101,8 +103,9 @@ class NodeHealthPublisher {
   std::unique_ptr<Metrics> metrics_;
 
   mutable absl::Mutex mu_;
-  std::optional<kube::Condition> condition_ ABSL_GUARDED_BY(mu_);  // the latest to publish
-  absl::Time transition_time_ ABSL_GUARDED_BY(mu_);                // of its status
+  // The latest to publish, GPUHealthy then GPURecoveryAction, each with the time its status
+  // last changed.
+  std::vector<std::pair<kube::Condition, absl::Time>> conditions_ ABSL_GUARDED_BY(mu_);
   bool condition_dirty_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<PendingEvent> pending_ ABSL_GUARDED_BY(mu_);
   absl::Time next_heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
@@ -111,7 +114,7 @@ class NodeHealthPublisher {
   absl::BitGen random_ ABSL_GUARDED_BY(mu_);
   // Learned from the Node; used by the writer thread only.
   std::optional<kube::ObjectReference> node_ref_;
-  std::optional<kube::Condition> existing_;
+  std::map<std::string, kube::Condition> existing_;  // as the Node shows them, by type
 
   absl::Mutex stop_mu_;
   std::jthread writer_;

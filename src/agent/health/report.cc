@@ -141,8 +141,10 @@ kube::Condition NodeCondition(const HealthReport& report) {
     if (!d.gpu_instance_id.has_value()) ++gpus;
     if (!d.problem.has_value()) continue;
     codes.insert(d.problem->code);
-    problems.push_back(absl::StrCat(d.Describe(), ": ", d.problem->reason, " since ",
-                                    kube::FormatTimestamp(d.problem->since)));
+    problems.push_back(absl::StrCat(
+        d.Describe(), ": ", d.problem->reason, " since ", kube::FormatTimestamp(d.problem->since),
+        d.problem->action.has_value() ? absl::StrCat(", needs ", XidActionName(*d.problem->action))
+                                      : ""));
   }
   if (problems.empty()) {
     c.status = "True";
@@ -154,6 +156,38 @@ kube::Condition NodeCondition(const HealthReport& report) {
   c.reason = codes.size() == 1 ? *codes.begin() : "MultipleProblems";
   c.message = absl::StrCat(problems.size(), " of ", gpus,
                            " GPUs unhealthy: ", absl::StrJoin(problems, "; "));
+  return c;
+}
+
+std::optional<XidAction> RequiredAction(const HealthReport& report) {
+  std::optional<XidAction> out;
+  for (const auto& d : report.devices) {
+    if (d.problem.has_value() && d.problem->action.has_value() &&
+        (!out.has_value() || *d.problem->action > *out)) {
+      out = d.problem->action;
+    }
+  }
+  return out;
+}
+
+kube::Condition RecoveryActionCondition(const HealthReport& report) {
+  kube::Condition c{.type = std::string(kGpuRecoveryActionCondition)};
+  const std::optional<XidAction> action = RequiredAction(report);
+  if (!action.has_value()) {
+    c.status = "False";
+    c.reason = "None";
+    c.message = "no GPU waits for a recovery action";
+    return c;
+  }
+  std::vector<std::string> devices;
+  for (const auto& d : report.devices) {
+    if (d.problem.has_value() && d.problem->action == action) {
+      devices.push_back(absl::StrCat(d.Describe(), " (", d.problem->reason, ")"));
+    }
+  }
+  c.status = "True";
+  c.reason = XidActionName(*action);
+  c.message = absl::StrCat(c.reason, " for ", absl::StrJoin(devices, "; "));
   return c;
 }
 
@@ -184,6 +218,7 @@ std::string HealthFileJson(const HealthReport& report, absl::Time expires) {
       gpu["code"] = d.problem->code;
       gpu["reason"] = d.problem->reason;
       gpu["since"] = kube::FormatTimestamp(d.problem->since);
+      if (d.problem->action.has_value()) gpu["action"] = XidActionName(*d.problem->action);
     }
     by_uuid[d.gpu_uuid] = gpus.size();
     gpus.push_back(std::move(gpu));
@@ -235,6 +270,15 @@ absl::StatusOr<std::map<std::string, Unhealthy>> ParseHealthFile(absl::string_vi
           absl::StrCat("health file: ", where, ".since: ", at.status().message()));
     }
     problem.since = *at;
+    if (auto action = gpu.find("action"); action != gpu.end()) {
+      problem.action =
+          action->is_string() ? ParseXidAction(action->get<std::string>()) : std::nullopt;
+      if (!problem.action.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "health file: ", where,
+            ".action must be Ignore, RestartApp, ResetGpu, RebootNode or ContactSupport"));
+      }
+    }
     out[uuid] = std::move(problem);
   }
   return out;

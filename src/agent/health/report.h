@@ -64,9 +64,20 @@ std::vector<HealthTransition> Diff(const HealthReport& before, const HealthRepor
 inline constexpr absl::string_view kGpuHealthyCondition = "GPUHealthy";
 kube::Condition NodeCondition(const HealthReport& report);
 
+// What the node must do for its GPUs to be healthy again: the largest action of the unhealthy
+// devices; nullopt when none waits for one.
+std::optional<XidAction> RequiredAction(const HealthReport& report);
+
+// The Node condition saying it, for the operator's remediation and for people:
+//   GPURecoveryAction=True,  reason ResetGpu | RebootNode | ContactSupport, a message naming the
+//                            devices that need it and why
+//   GPURecoveryAction=False, reason None
+inline constexpr absl::string_view kGpuRecoveryActionCondition = "GPURecoveryAction";
+kube::Condition RecoveryActionCondition(const HealthReport& report);
+
 // The health file the device plugin reads (/run/gpuop/gpu-health.json):
 //   {"updated": RFC 3339, "expires": RFC 3339,
-//    "gpus": [{"uuid", "index", "pciBusId", "healthy", "code", "reason", "since",
+//    "gpus": [{"uuid", "index", "pciBusId", "healthy", "code", "reason", "since", "action",
 //              "migInstances": [{"gpuInstanceId", "uuid", "code", "reason", "since"}]}]}
 // A reader ignores the verdicts once `expires` has passed: a monitor that stopped must not
 // hold devices unhealthy forever.

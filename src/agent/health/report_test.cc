@@ -9,6 +9,7 @@ namespace gpuop::agent {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 hw::Inventory TwoGpus() {
@@ -37,7 +38,7 @@ hw::HardwareEvent Xid(const std::string& uuid, uint64_t xid,
 class ReportTest : public ::testing::Test {
  protected:
   common::FakeClock clock_;
-  HealthTracker tracker_{{.recover_after = absl::Minutes(10)}, clock_};
+  HealthTracker tracker_{{}, clock_};
   const std::vector<hw::Inventory> inventories_ = {TwoGpus()};
 };
 
@@ -103,8 +104,33 @@ TEST_F(ReportTest, DifferentProblemsGiveMultipleProblems) {
   EXPECT_THAT(c.message, HasSubstr("XID 79"));
 }
 
+TEST_F(ReportTest, TheRecoveryActionConditionNamesTheLargestAction) {
+  kube::Condition c = RecoveryActionCondition(BuildReport(tracker_, inventories_, clock_.Now()));
+  EXPECT_EQ(c.type, "GPURecoveryAction");
+  EXPECT_EQ(c.status, "False");
+  EXPECT_EQ(c.reason, "None");
+  tracker_.Observe({Xid("GPU-11111111-aaaa-bbbb-cccc-111111111111", 48)});
+  c = RecoveryActionCondition(BuildReport(tracker_, inventories_, clock_.Now()));
+  EXPECT_EQ(c.status, "True");
+  EXPECT_EQ(c.reason, "ResetGpu");
+  tracker_.Observe({Xid("GPU-00000000-aaaa-bbbb-cccc-000000000000", 79)});
+  const HealthReport report = BuildReport(tracker_, inventories_, clock_.Now());
+  c = RecoveryActionCondition(report);
+  EXPECT_EQ(c.reason, "RebootNode");
+  EXPECT_THAT(c.message, HasSubstr("RebootNode for GPU 0"));
+  EXPECT_THAT(c.message, HasSubstr("(XID 79)"));
+  EXPECT_THAT(c.message, Not(HasSubstr("XID 48"))) << "a reboot also resets";
+  EXPECT_THAT(NodeCondition(report).message, HasSubstr("XID 48 since"));
+  EXPECT_THAT(NodeCondition(report).message, HasSubstr(", needs ResetGpu"));
+  // The health file carries the action to the device plugin.
+  absl::StatusOr<std::map<std::string, Unhealthy>> file =
+      ParseHealthFile(HealthFileJson(report, clock_.Now() + absl::Minutes(1)), clock_.Now());
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->at("GPU-00000000-aaaa-bbbb-cccc-000000000000").action, XidAction::kRebootNode);
+}
+
 TEST_F(ReportTest, MigInstanceIsReportedAlone) {
-  tracker_.Observe({Xid("GPU-11111111-aaaa-bbbb-cccc-111111111111", 94, 2)});
+  tracker_.Observe({Xid("GPU-11111111-aaaa-bbbb-cccc-111111111111", 95, 2)});
   const HealthReport report = BuildReport(tracker_, inventories_, clock_.Now());
   ASSERT_THAT(report.devices, SizeIs(3));
   const DeviceHealth& mig = report.devices[2];
@@ -129,7 +155,16 @@ TEST_F(ReportTest, DiffReportsOnsetsAndRecoveries) {
   EXPECT_EQ(down[0].device.gpu_uuid, gpu0);
   EXPECT_THAT(Diff(sick, sick), SizeIs(0));
 
+  // gpuop reset the GPU: the reset XID's action has happened.
   clock_.Advance(absl::Minutes(10));
+  struct Reset : RecoveryEvidence {
+    explicit Reset(absl::Time when) : at(when) {}
+    std::string BootId() const override { return ""; }
+    absl::Time DriverLoadedAt() const override { return absl::InfinitePast(); }
+    absl::Time GpuResetAt(const std::string&) const override { return at; }
+    absl::Time at;
+  };
+  EXPECT_TRUE(tracker_.ObserveRecovery(Reset(clock_.Now())));
   const HealthReport well = BuildReport(tracker_, inventories_, clock_.Now());
   std::vector<HealthTransition> up = Diff(sick, well);
   ASSERT_THAT(up, SizeIs(1));
@@ -141,7 +176,7 @@ TEST_F(ReportTest, DiffReportsOnsetsAndRecoveries) {
 
 TEST_F(ReportTest, HealthFileRoundTripsUnhealthyGpusUntilItExpires) {
   tracker_.Observe({Xid("GPU-00000000-aaaa-bbbb-cccc-000000000000", 79),
-                    Xid("GPU-11111111-aaaa-bbbb-cccc-111111111111", 94, 1)});
+                    Xid("GPU-11111111-aaaa-bbbb-cccc-111111111111", 95, 1)});
   const HealthReport report = BuildReport(tracker_, inventories_, clock_.Now());
   const std::string file = HealthFileJson(report, clock_.Now() + absl::Minutes(2));
   EXPECT_THAT(file, HasSubstr("\"migInstances\""));

@@ -1,5 +1,7 @@
 #include "agent/health/tracker.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "common/fake_clock.h"
@@ -18,38 +20,143 @@ class HealthTrackerTest : public ::testing::Test {
   common::FakeClock clock_;
 };
 
-TEST_F(HealthTrackerTest, IgnoredXidsLeaveTheGpuHealthy) {
+// What the node shows of recovery actions, as a test sets it.
+class FakeEvidence : public RecoveryEvidence {
+ public:
+  std::string BootId() const override { return boot_id; }
+  absl::Time DriverLoadedAt() const override { return driver_loaded; }
+  absl::Time GpuResetAt(const std::string& uuid) const override {
+    auto it = resets.find(uuid);
+    return it == resets.end() ? absl::InfinitePast() : it->second;
+  }
+  std::string boot_id = "boot-1";
+  absl::Time driver_loaded = absl::InfinitePast();
+  std::map<std::string, absl::Time> resets;
+};
+
+TEST_F(HealthTrackerTest, ApplicationAndInformationalXidsLeaveTheGpuHealthy) {
   HealthTracker health({}, clock_);
-  EXPECT_FALSE(health.Observe({Xid("GPU-a", 13), Xid("GPU-a", 31), Xid("GPU-a", 109)}));
+  // RestartApp (13, 31, 45, 68, 94) and Ignore (43, 63, 92) in NVIDIA's catalogue.
+  EXPECT_FALSE(
+      health.Observe({Xid("GPU-a", 13), Xid("GPU-a", 31), Xid("GPU-a", 45), Xid("GPU-a", 68),
+                      Xid("GPU-a", 94), Xid("GPU-a", 43), Xid("GPU-a", 63), Xid("GPU-a", 92)}));
   EXPECT_FALSE(health.Check("GPU-a").has_value());
 }
 
-TEST_F(HealthTrackerTest, CriticalXidRecoversAfterAQuietPeriod) {
-  HealthTracker health({.recover_after = absl::Minutes(10)}, clock_);
-  EXPECT_TRUE(health.Observe({Xid("GPU-a", 79)}));
-  auto bad = health.Check("GPU-a");
-  ASSERT_TRUE(bad.has_value());
-  EXPECT_EQ(bad->reason, "XID 79");
-  EXPECT_FALSE(health.Check("GPU-b").has_value());
-  clock_.Advance(absl::Minutes(6));
-  EXPECT_FALSE(health.Observe({Xid("GPU-a", 94)}));  // still unhealthy: no change
-  EXPECT_EQ(health.Check("GPU-a")->reason, "XID 94");
-  EXPECT_EQ(health.NextRecovery(), clock_.Now() + absl::Minutes(10));
-  clock_.Advance(absl::Minutes(10));
-  EXPECT_FALSE(health.Check("GPU-a").has_value());
-}
-
-TEST_F(HealthTrackerTest, ZeroRecoveryNeverRecovers) {
-  HealthTracker health({.recover_after = absl::ZeroDuration()}, clock_);
-  health.Observe({{.kind = hw::HardwareEvent::Kind::kDoubleBitEcc, .gpu_uuid = "GPU-a"}});
+TEST_F(HealthTrackerTest, AResetXidHoldsUntilTheDriverReloadsOrTheGpuIsReset) {
+  HealthTracker health({}, clock_);
+  FakeEvidence evidence;
+  evidence.driver_loaded = clock_.Now() - absl::Hours(1);
+  health.ObserveRecovery(evidence);
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 48), Xid("GPU-b", 119)}));
+  ASSERT_TRUE(health.Check("GPU-a").has_value());
+  EXPECT_EQ(health.Check("GPU-a")->reason, "XID 48");
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kResetGpu);
+  // Time alone, and a driver loaded before the XID, end nothing.
   clock_.Advance(absl::Hours(1000));
-  EXPECT_EQ(health.Check("GPU-a")->reason, "double-bit ECC error");
-  EXPECT_EQ(health.NextRecovery(), absl::InfiniteFuture());
+  EXPECT_FALSE(health.ObserveRecovery(evidence));
+  EXPECT_TRUE(health.Check("GPU-a").has_value());
+  // gpuop reset GPU-b: only GPU-b is healthy again.
+  evidence.resets["GPU-b"] = clock_.Now();
+  EXPECT_TRUE(health.ObserveRecovery(evidence));
+  EXPECT_FALSE(health.Check("GPU-b").has_value());
+  EXPECT_TRUE(health.Check("GPU-a").has_value());
+  // The driver reloaded: every GPU was reset.
+  evidence.driver_loaded = clock_.Now();
+  EXPECT_TRUE(health.ObserveRecovery(evidence));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+}
+
+TEST_F(HealthTrackerTest, ARebootXidHoldsUntilTheNodeReboots) {
+  HealthTracker health({}, clock_);
+  FakeEvidence evidence;
+  health.ObserveRecovery(evidence);
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 79), Xid("GPU-b", 1)}));
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kRebootNode);
+  EXPECT_EQ(health.Check("GPU-b")->action, XidAction::kContactSupport);
+  clock_.Advance(absl::Minutes(1));
+  evidence.driver_loaded = clock_.Now();
+  evidence.resets["GPU-a"] = clock_.Now();
+  EXPECT_FALSE(health.ObserveRecovery(evidence)) << "a reset is not a reboot";
+  EXPECT_TRUE(health.Check("GPU-a").has_value());
+  evidence.boot_id = "boot-2";
+  EXPECT_TRUE(health.ObserveRecovery(evidence));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+  EXPECT_FALSE(health.Check("GPU-b").has_value());
+}
+
+TEST_F(HealthTrackerTest, TheLargerActionStands) {
+  HealthTracker health({}, clock_);
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 48)}));
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 79)}));
+  EXPECT_EQ(health.Check("GPU-a")->reason, "XID 79");
+  EXPECT_FALSE(health.Observe({Xid("GPU-a", 95)})) << "a reset does not lower a reboot";
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kRebootNode);
+}
+
+TEST_F(HealthTrackerTest, ClassesFollowThePolicy) {
+  HealthTracker health(
+      {.xid_checks = ResolveXidChecks(
+           {.actions = {{48, XidAction::kRestartApp}, {13, XidAction::kRebootNode}}})},
+      clock_);
+  EXPECT_FALSE(health.Observe({Xid("GPU-a", 48)}));
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 13)}));
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kRebootNode);
+}
+
+TEST_F(HealthTrackerTest, WaitingConditionsSurviveARestart) {
+  FakeEvidence evidence;
+  HealthTracker before({}, clock_);
+  before.ObserveRecovery(evidence);
+  before.Observe({Xid("GPU-a", 48), Xid("GPU-b", 95, 3)});
+  const nlohmann::json state = before.SaveState();
+
+  HealthTracker after({}, clock_);
+  ASSERT_TRUE(after.LoadState(state).ok());
+  ASSERT_TRUE(after.Check("GPU-a").has_value());
+  EXPECT_EQ(after.Check("GPU-a")->reason, "XID 48");
+  EXPECT_EQ(after.Check("GPU-a")->since, clock_.Now());
+  EXPECT_TRUE(after.Check("GPU-b", 3).has_value());
+  // Saved in boot-1: a node that booted since has done every action.
+  evidence.boot_id = "boot-2";
+  EXPECT_TRUE(after.ObserveRecovery(evidence));
+  EXPECT_FALSE(after.Check("GPU-a").has_value());
+  EXPECT_FALSE(after.Check("GPU-b", 3).has_value());
+
+  nlohmann::json bad = state;
+  bad["gpus"]["GPU-a"]["event"]["action"] = "Soon";
+  EXPECT_EQ(after.LoadState(bad).message(),
+            "health state: gpus.GPU-a.event.action: not ResetGpu, RebootNode or ContactSupport");
+  bad = state;
+  bad["gpus"]["GPU-b"]["instances"]["3"]["since"] = "yesterday";
+  EXPECT_EQ(after.LoadState(bad).message(),
+            "health state: gpus.GPU-b.instances.3.since: not an integer");
+  EXPECT_FALSE(after.LoadState(nlohmann::json::array()).ok());
+  EXPECT_FALSE(after.Check("GPU-a").has_value()) << "nothing of a bad file is taken";
+}
+
+TEST_F(HealthTrackerTest, TheDriversRecoveryActionHoldsWhileReported) {
+  HealthTracker health({}, clock_);
+  hw::Inventory inv;
+  inv.gpus.push_back({.vendor = hw::Vendor::kNvidia, .index = 0, .uuid = "GPU-a"});
+  EXPECT_TRUE(health.Observe(inv, hw::Sample{.gpus = {{.index = 0, .recovery_action = 2}}}));
+  EXPECT_EQ(health.Check("GPU-a")->code, "RecoveryActionRequired");
+  EXPECT_EQ(health.Check("GPU-a")->reason, "the driver asks for NODE_REBOOT (2)");
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kRebootNode);
+  EXPECT_TRUE(health.Observe(inv, hw::Sample{.gpus = {{.index = 0, .recovery_action = 4}}}));
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kResetGpu);
+  EXPECT_TRUE(health.Observe(inv, hw::Sample{.gpus = {{.index = 0, .recovery_action = 0}}}));
+  EXPECT_FALSE(health.Check("GPU-a").has_value());
+  hw::Sample remap{.gpus = {{.index = 0, .remapped_rows_pending = true}}};
+  EXPECT_TRUE(health.Observe(inv, remap));
+  EXPECT_EQ(health.Check("GPU-a")->code, "RowRemapPending");
+  EXPECT_EQ(health.Check("GPU-a")->action, XidAction::kResetGpu);
 }
 
 TEST_F(HealthTrackerTest, MigAttributedXidAffectsOnlyItsInstance) {
   HealthTracker health({}, clock_);
-  EXPECT_TRUE(health.Observe({Xid("GPU-a", 94, 3)}));
+  EXPECT_FALSE(health.Observe({Xid("GPU-a", 94, 3)})) << "a contained error: restart the app";
+  EXPECT_TRUE(health.Observe({Xid("GPU-a", 95, 3)}));
   EXPECT_FALSE(health.Check("GPU-a").has_value());  // the GPU as a whole
   EXPECT_TRUE(health.Check("GPU-a", 3).has_value());
   EXPECT_FALSE(health.Check("GPU-a", 4).has_value());
@@ -71,7 +178,7 @@ TEST_F(HealthTrackerTest, AnXidOfNoKnownGpuMarksEveryGpuAsNvidiasPluginDoes) {
 }
 
 TEST_F(HealthTrackerTest, AGpuWhoseEventsCannotBeWatchedStaysUnhealthy) {
-  HealthTracker health({.recover_after = absl::Minutes(1)}, clock_);
+  HealthTracker health({}, clock_);
   EXPECT_TRUE(health.Observe({{.kind = hw::HardwareEvent::Kind::kUnwatched,
                                .gpu_uuid = "GPU-a",
                                .reason = "nvmlDeviceRegisterEvents: Unknown Error"}}));
@@ -83,7 +190,7 @@ TEST_F(HealthTrackerTest, AGpuWhoseEventsCannotBeWatchedStaysUnhealthy) {
 }
 
 TEST_F(HealthTrackerTest, LostGpuReturnsWhenItAnswers) {
-  HealthTracker health({.recover_after = absl::ZeroDuration()}, clock_);
+  HealthTracker health({}, clock_);
   hw::Inventory inv;
   inv.gpus.push_back({.vendor = hw::Vendor::kNvidia, .index = 0, .uuid = "GPU-a"});
   hw::Sample lost{.gpus = {{.index = 0, .lost = true}}};

@@ -29,6 +29,7 @@ absl::Status HealthWatcher::Start() {
                                           options_.external_file.filename().string()));
     ReadExternal();
   }
+  if (options_.evidence != nullptr) tracker_.ObserveRecovery(*options_.evidence);
   for (hw::Accelerator* accelerator : accelerators_) {
     // Subscribes before returning, so that no event after Start() is missed.
     absl::StatusOr<std::vector<hw::HardwareEvent>> first =
@@ -69,6 +70,8 @@ bool HealthWatcher::SampleNow() {
     inventories = inventories_;
   }
   bool changed = tracker_.ObserveUnavailable(inventories);
+  if (options_.evidence != nullptr)
+    changed = tracker_.ObserveRecovery(*options_.evidence) || changed;
   for (size_t i = 0; i < accelerators_.size() && i < inventories.size(); ++i) {
     absl::StatusOr<hw::Sample> sample = accelerators_[i]->TakeSample();
     if (sample.ok()) changed = tracker_.Observe(inventories[i], *sample) || changed;
@@ -97,12 +100,8 @@ bool HealthWatcher::ReadExternal() {
 void HealthWatcher::WatchSamples(std::stop_token stop) {
   const common::Clock& clock = *options_.clock;
   absl::Time next_sample = clock.Now() + options_.sample_interval;
-  // The earliest recovery seen so far. Kept across iterations: once a condition has expired,
-  // NextRecovery() no longer mentions it, but its devices still need the refresh.
-  absl::Time recovery = absl::InfiniteFuture();
   while (!stop.stop_requested()) {
-    recovery = std::min(recovery, tracker_.NextRecovery());
-    const absl::Time next = std::min(next_sample, recovery);
+    const absl::Time next = next_sample;
     const int wait_ms =
         static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(next - clock.Now()), 0,
                                              absl::ToInt64Milliseconds(options_.event_wait)));
@@ -117,10 +116,6 @@ void HealthWatcher::WatchSamples(std::stop_token stop) {
     if (clock.Now() >= next_sample) {
       changed = SampleNow() || changed;
       next_sample = clock.Now() + options_.sample_interval;
-    }
-    if (clock.Now() >= recovery) {
-      changed = true;  // A condition expired: its devices are healthy again.
-      recovery = absl::InfiniteFuture();
     }
     if (changed) on_change_();
   }

@@ -27,12 +27,15 @@ struct HealthWatcherOptions {
   // The health monitor's file (see report.h), followed with inotify: its verdicts join this
   // watcher's own. Empty: none.
   std::filesystem::path external_file;
+  // What ends conditions waiting for an action (a reboot, a driver reload, a GPU reset),
+  // consulted at every sample. Null: such conditions last as long as the watcher.
+  const RecoveryEvidence* evidence = nullptr;
   const common::Clock* clock = &common::Clock::Real();
 };
 
 // Keeps a HealthTracker current for a set of accelerators: one thread per accelerator waits for
-// hardware events, another samples the slow signals, notices conditions that expire and follows
-// the external health file. `on_change` runs (on one of those threads) whenever some device's
+// hardware events, another samples the slow signals and the recovery evidence and follows the
+// external health file. `on_change` runs (on one of those threads) whenever some device's
 // health may have changed.
 //
 // Thread-safe.
@@ -50,6 +53,7 @@ class HealthWatcher {
   void Stop();
 
   const HealthTracker& tracker() const { return tracker_; }
+  HealthTracker& tracker() { return tracker_; }
   // Samples every accelerator now; true when some device's health changed.
   bool SampleNow();
 

@@ -37,14 +37,18 @@ XidList ParseList(const std::optional<std::string>& value, bool xids_means_all,
 
 }  // namespace
 
-bool XidChecks::Ignored(uint64_t xid) const {
-  if (enabled.contains(xid)) return false;
-  return all_off || ignored.contains(xid);
+XidAction XidChecks::Action(uint64_t xid) const {
+  const XidAction action = classes.Lookup(xid);
+  const bool marks = MarksUnhealthy(action);
+  if (enabled.contains(xid)) return marks ? action : XidAction::kResetGpu;
+  if (all_off || ignored.contains(xid)) return marks ? XidAction::kIgnore : action;
+  if (!marks && !class_ignores) return XidAction::kResetGpu;
+  return action;
 }
 
 XidChecks ResolveXidChecks(const XidCheckSettings& settings) {
-  XidChecks out;
-  if (!settings.replace_default_ignored) out.ignored = kDefaultIgnoredXids;
+  XidChecks out{.classes = XidClassTable(settings.actions)};
+  out.class_ignores = !settings.replace_default_ignored;
   out.ignored.insert(settings.ignore_xids.begin(), settings.ignore_xids.end());
   const XidList disable = ParseList(settings.disable, /*xids_means_all=*/true, out.skipped);
   const XidList enable = ParseList(settings.enable, /*xids_means_all=*/false, out.skipped);
@@ -52,6 +56,7 @@ XidChecks ResolveXidChecks(const XidCheckSettings& settings) {
   out.ignored.insert(disable.xids.begin(), disable.xids.end());
   if (enable.all) {
     out.all_off = false;
+    out.class_ignores = false;
     out.ignored.clear();
   }
   out.enabled = enable.xids;

@@ -12,8 +12,32 @@ using ::testing::ElementsAre;
 
 TEST(XidChecksTest, TheApplicationErrorsAreIgnoredByDefault) {
   const XidChecks checks = ResolveXidChecks({});
-  for (uint64_t xid : {13, 31, 43, 45, 68, 109}) EXPECT_TRUE(checks.Ignored(xid)) << xid;
-  for (uint64_t xid : {48, 63, 74, 79, 94, 95}) EXPECT_FALSE(checks.Ignored(xid)) << xid;
+  // NVIDIA's plugin's list, but for 109, which the catalogue resolves with a GPU reset.
+  for (uint64_t xid : {13, 31, 43, 45, 68}) EXPECT_TRUE(checks.Ignored(xid)) << xid;
+  // The catalogue's informational (63, 92) and application (94) XIDs, which NVIDIA's plugin
+  // counts against the GPU.
+  for (uint64_t xid : {63, 92, 94}) EXPECT_TRUE(checks.Ignored(xid)) << xid;
+  for (uint64_t xid : {48, 64, 74, 79, 95, 109, 119, 120, 140}) {
+    EXPECT_FALSE(checks.Ignored(xid)) << xid;
+  }
+}
+
+TEST(XidChecksTest, ActionsFollowTheClassesAndTheOverrides) {
+  XidChecks checks = ResolveXidChecks({});
+  EXPECT_EQ(checks.Action(13), XidAction::kRestartApp);
+  EXPECT_EQ(checks.Action(63), XidAction::kIgnore);
+  EXPECT_EQ(checks.Action(48), XidAction::kResetGpu);
+  EXPECT_EQ(checks.Action(79), XidAction::kRebootNode);
+  EXPECT_EQ(checks.Action(1), XidAction::kContactSupport);
+  EXPECT_EQ(checks.Action(999), XidAction::kContactSupport) << "NVML's unknown XID";
+  checks =
+      ResolveXidChecks({.actions = {{109, XidAction::kRestartApp}, {74, XidAction::kRebootNode}}});
+  EXPECT_TRUE(checks.Ignored(109));
+  EXPECT_EQ(checks.Action(74), XidAction::kRebootNode);
+  // An ignored XID asks for nothing; a checked application XID asks for a reset.
+  checks = ResolveXidChecks({.ignore_xids = {48}, .enable = "13"});
+  EXPECT_EQ(checks.Action(48), XidAction::kIgnore);
+  EXPECT_EQ(checks.Action(13), XidAction::kResetGpu);
 }
 
 TEST(XidChecksTest, IgnoreXidsAddsUnlessToldToReplace) {

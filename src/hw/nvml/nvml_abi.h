@@ -233,7 +233,12 @@ enum : int {
 };
 
 // Field ids for nvmlDeviceGetFieldValues.
-enum : unsigned int { NVML_FI_DEV_MEMORY_TEMP = 82 };
+enum : unsigned int {
+  NVML_FI_DEV_MEMORY_TEMP = 82,
+  // The action the driver says the GPU needs (nvmlDeviceGpuRecoveryAction_t: NONE 0, GPU_RESET
+  // 1, NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4); XID 154 announces a change of it.
+  NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230,
+};
 
 // Enum values.
 enum : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };

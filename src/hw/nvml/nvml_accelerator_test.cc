@@ -249,25 +249,29 @@ TEST_F(NvmlAcceleratorTest, InjectedEventsArriveAndLostGpusAreReported) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->empty());
 
+  const std::string uuid3 = Discover().gpus[3].uuid;
   Control("xid 3 79");
   Control("ecc-dbe 5");
-  // A double-bit error also raises XID 48, as the real driver does: three events in all.
+  // XID 79 takes GPU 3 off the bus, which the driver also reports as the GPU-unavailable event;
+  // a double-bit error also raises XID 48, as the real driver does: four events in all.
   std::vector<HardwareEvent> events;
-  for (int i = 0; i < 100 && events.size() < 3; ++i) {
+  for (int i = 0; i < 100 && events.size() < 4; ++i) {
     auto got = nvml_->WaitEvents(absl::Milliseconds(100));
     ASSERT_TRUE(got.ok()) << got.status();
     events.insert(events.end(), got->begin(), got->end());
   }
-  ASSERT_EQ(events.size(), 3u);
+  ASSERT_EQ(events.size(), 4u);
   EXPECT_EQ(events[0].kind, HardwareEvent::Kind::kXid);
   EXPECT_EQ(events[0].gpu_index, 3);
   EXPECT_EQ(events[0].xid, 79u);
-  EXPECT_EQ(events[0].gpu_uuid, Discover().gpus[3].uuid);
-  EXPECT_EQ(events[1].kind, HardwareEvent::Kind::kDoubleBitEcc);
-  EXPECT_EQ(events[1].gpu_index, 5);
-  EXPECT_EQ(events[2].kind, HardwareEvent::Kind::kXid);
+  EXPECT_EQ(events[0].gpu_uuid, uuid3) << "attributed by the UUID read at registration";
+  EXPECT_EQ(events[1].kind, HardwareEvent::Kind::kGpuLost);
+  EXPECT_EQ(events[1].gpu_uuid, uuid3);
+  EXPECT_EQ(events[2].kind, HardwareEvent::Kind::kDoubleBitEcc);
   EXPECT_EQ(events[2].gpu_index, 5);
-  EXPECT_EQ(events[2].xid, 48u);
+  EXPECT_EQ(events[3].kind, HardwareEvent::Kind::kXid);
+  EXPECT_EQ(events[3].gpu_index, 5);
+  EXPECT_EQ(events[3].xid, 48u);
   auto sample = nvml_->TakeSample();
   ASSERT_TRUE(sample.ok());
   EXPECT_GE(sample->gpus[5].ecc_volatile_uncorrected.value_or(0), 1u);

@@ -61,24 +61,30 @@ GpuSample NvmlAccelerator::SampleGpu(int index, nvmlDevice_t device) const {
     s.shutdown_temperature_celsius = static_cast<int>(*t);
   }
   if (f.nvmlDeviceGetFieldValues != nullptr && !lost) {
-    nvmlFieldValue_t field{};
-    field.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+    // One call for the fields: the memory temperature and the driver's recovery action.
+    nvmlFieldValue_t fields[2]{};
+    fields[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+    fields[1].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
     calls_.fetch_add(1, std::memory_order_relaxed);
-    const nvmlReturn_t rc = f.nvmlDeviceGetFieldValues(device, 1, &field);
+    const nvmlReturn_t rc = f.nvmlDeviceGetFieldValues(device, 2, fields);
     if (rc == NVML_ERROR_GPU_IS_LOST) lost = true;
-    if (rc == NVML_SUCCESS && field.nvmlReturn == NVML_SUCCESS) {
+    auto integer = [](const nvmlFieldValue_t& field) -> std::optional<long long> {
+      if (field.nvmlReturn != NVML_SUCCESS) return std::nullopt;
       switch (field.valueType) {
         case NVML_VALUE_TYPE_UNSIGNED_INT:
-          s.memory_temperature_celsius = static_cast<int>(field.value.uiVal);
-          break;
+          return field.value.uiVal;
         case NVML_VALUE_TYPE_SIGNED_INT:
-          s.memory_temperature_celsius = field.value.siVal;
-          break;
+          return field.value.siVal;
         case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
-          s.memory_temperature_celsius = static_cast<int>(field.value.ullVal);
-          break;
+          return static_cast<long long>(field.value.ullVal);
         default:
-          break;
+          return std::nullopt;
+      }
+    };
+    if (rc == NVML_SUCCESS) {
+      if (auto t = integer(fields[0])) s.memory_temperature_celsius = static_cast<int>(*t);
+      if (auto a = integer(fields[1]); a.has_value() && *a >= 0) {
+        s.recovery_action = static_cast<unsigned int>(*a);
       }
     }
   }

@@ -42,6 +42,8 @@ inline constexpr char kRemediationStateLabel[] = "gpuop.io/remediation-state";
 inline constexpr char kRemediationStepAnnotation[] = "gpuop.io/remediation-step";
 inline constexpr char kRemediationSinceAnnotation[] = "gpuop.io/remediation-since";
 inline constexpr char kRemediationMessageAnnotation[] = "gpuop.io/remediation-message";
+// The recovery action the remediation in progress runs (ResetGpu, RebootNode, ContactSupport).
+inline constexpr char kRemediationActionAnnotation[] = "gpuop.io/remediation-action";
 // Start times of the remediations inside the window, comma-separated RFC 3339.
 inline constexpr char kRemediationAttemptsAnnotation[] = "gpuop.io/remediation-attempts";
 // The taint remediation puts on a node it works on.

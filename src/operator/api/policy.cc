@@ -293,6 +293,27 @@ absl::Status ReadApiServer(const Reader& spec, std::optional<ApiServerSpec>& out
   return absl::OkStatus();
 }
 
+// components.health.xidActions: {"<XID>": "<action>"}, the agent's classes (xid_classes.h).
+absl::Status ReadXidActions(const Reader& health, std::map<int64_t, std::string>& out) {
+  std::map<std::string, std::string> actions;
+  GPUOP_RETURN_IF_ERROR(health.StringMap("xidActions", actions));
+  static const std::set<std::string> kActions = {"Ignore", "RestartApp", "ResetGpu", "RebootNode",
+                                                 "ContactSupport"};
+  for (const auto& [key, action] : actions) {
+    const std::string field = absl::StrCat("xidActions.", key);
+    int64_t xid = 0;
+    if (!absl::SimpleAtoi(key, &xid) || xid < 1 || xid > INT32_MAX) {
+      return health.Error(field.c_str(), "the key must be an XID number");
+    }
+    if (!kActions.contains(action)) {
+      return health.Error(field.c_str(),
+                          "must be Ignore, RestartApp, ResetGpu, RebootNode or ContactSupport");
+    }
+    out[xid] = action;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   GPUOP_RETURN_IF_ERROR(r.Child("discovery").Bool("enabled", c.discovery));
   GPUOP_RETURN_IF_ERROR(r.Child("labels").Bool("enabled", c.labels));
@@ -326,7 +347,7 @@ absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   const Reader health = r.Child("health");
   GPUOP_RETURN_IF_ERROR(health.Bool("enabled", c.health));
   GPUOP_RETURN_IF_ERROR(health.IntList("ignoredXids", c.ignored_xids, 1, INT32_MAX));
-  GPUOP_RETURN_IF_ERROR(health.Duration("recoverAfter", c.recover_after));
+  GPUOP_RETURN_IF_ERROR(ReadXidActions(health, c.xid_actions));
   GPUOP_RETURN_IF_ERROR(r.Child("validator").Bool("enabled", c.validator));
   const Reader mig = r.Child("migManager");
   GPUOP_RETURN_IF_ERROR(mig.Bool("enabled", c.mig_manager));

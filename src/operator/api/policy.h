@@ -130,8 +130,11 @@ struct ComponentsSpec {
   // Labels on the ServiceMonitor, for the Prometheus that selects it (e.g. release=prometheus).
   std::map<std::string, std::string> exporter_service_monitor_labels;
   bool health = true;
-  std::vector<int64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
-  absl::Duration recover_after = absl::Minutes(10);
+  // Added to the XIDs whose class marks no GPU (agent/health/xid_classes.h).
+  std::vector<int64_t> ignored_xids;
+  // Replaces the catalogue's action for these XIDs: "Ignore", "RestartApp", "ResetGpu",
+  // "RebootNode" or "ContactSupport".
+  std::map<int64_t, std::string> xid_actions;
   bool validator = true;
   bool mig_manager = false;
   std::string mig_config;  // ConfigMap name

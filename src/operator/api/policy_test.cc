@@ -46,7 +46,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
                    "exporter": {"port": 9500, "interval": "30s",
                                 "serviceMonitor": {"enabled": true, "interval": "1m",
                                                    "additionalLabels": {"release": "prom"}}},
-                   "health": {"ignoredXids": [13], "recoverAfter": "0s"},
+                   "health": {"ignoredXids": [13], "xidActions": {"109": "RestartApp"}},
                    "migManager": {"enabled": true, "config": "mig-layouts"}},
     "upgrade": {"maxParallel": 3, "maxUnavailable": 2,
                 "drain": {"enabled": true, "timeout": "1h30m"}},
@@ -62,7 +62,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
   EXPECT_EQ(s.components.exporter_scrape_interval, absl::Minutes(1));
   EXPECT_EQ(s.components.exporter_service_monitor_labels,
             (std::map<std::string, std::string>{{"release", "prom"}}));
-  EXPECT_EQ(s.components.recover_after, absl::ZeroDuration());
+  EXPECT_EQ(s.components.xid_actions, (std::map<int64_t, std::string>{{109, "RestartApp"}}));
   EXPECT_TRUE(s.Enabled(Component::kMigManager));
   EXPECT_EQ(s.components.mig_config, "mig-layouts");
   EXPECT_EQ(s.upgrade.max_parallel, 3);
@@ -205,8 +205,11 @@ TEST(PolicyTest, ErrorsNameTheField) {
   EXPECT_THAT(Error(R"({"driver": {"enabled": false}, "upgrade": {"maxParallel": -1}})"),
               HasSubstr("spec.upgrade.maxParallel: must be an integer from 0"));
   EXPECT_THAT(Error(R"({"driver": {"enabled": false},
-                        "components": {"health": {"recoverAfter": "soon"}}})"),
-              HasSubstr("spec.components.health.recoverAfter: must be a duration"));
+                        "components": {"health": {"xidActions": {"109": "Reboot"}}}})"),
+              HasSubstr("spec.components.health.xidActions.109: must be Ignore, RestartApp"));
+  EXPECT_THAT(Error(R"({"driver": {"enabled": false},
+                        "components": {"health": {"xidActions": {"x": "Ignore"}}}})"),
+              HasSubstr("spec.components.health.xidActions.x: the key must be an XID number"));
   EXPECT_THAT(Error(R"({"driver": {"enabled": false}, "remediation": {"steps": ["Pray"]}})"),
               HasSubstr("spec.remediation.steps[0]: must be Taint"));
   EXPECT_THAT(Error(R"({"driver": {"enabled": "yes"}})"),

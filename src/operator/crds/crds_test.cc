@@ -78,7 +78,7 @@ TEST(CrdsTest, PolicyDefaultsAgreeWithTheParser) {
   EXPECT_EQ(a.components.exporter_port, b.components.exporter_port);
   EXPECT_EQ(a.components.exporter_interval, b.components.exporter_interval);
   EXPECT_EQ(a.components.ignored_xids, b.components.ignored_xids);
-  EXPECT_EQ(a.components.recover_after, b.components.recover_after);
+  EXPECT_EQ(a.components.xid_actions, b.components.xid_actions);
   EXPECT_EQ(a.components.power_floor_percent, b.components.power_floor_percent);
   EXPECT_EQ(a.components.device_plugin_default_config, b.components.device_plugin_default_config);
   EXPECT_EQ(a.components.mig_strategy, b.components.mig_strategy);

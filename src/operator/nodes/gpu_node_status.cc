@@ -103,6 +103,10 @@ Json GpuNodeStatus(const kube::Node& node, const PolicySpec* policy, const std::
       health["since"] = kube::FormatTimestamp(c->last_transition_time);
     }
   }
+  if (const kube::Condition* a = kube::FindCondition(node.conditions, "GPURecoveryAction");
+      a != nullptr && a->status == "True") {
+    health["requiredAction"] = a->reason;
+  }
   status["health"] = health;
 
   if (!upgrade_state.empty()) {

@@ -25,7 +25,9 @@ constexpr char kNode[] = R"({
   "status": {"conditions": [
     {"type": "Ready", "status": "True"},
     {"type": "GPUHealthy", "status": "False", "reason": "XidError",
-     "message": "1 of 8 GPUs unhealthy: GPU 3: XID 79", "lastTransitionTime": "2026-11-29T10:00:00Z"}]}})";
+     "message": "1 of 8 GPUs unhealthy: GPU 3: XID 79", "lastTransitionTime": "2026-11-29T10:00:00Z"},
+    {"type": "GPURecoveryAction", "status": "True", "reason": "RebootNode",
+     "message": "RebootNode for GPU 3, XID 79"}]}})";
 
 TEST(GpuNodeStatusTest, InventoryDriverAndHealthComeFromTheNode) {
   PolicySpec policy;
@@ -43,6 +45,7 @@ TEST(GpuNodeStatusTest, InventoryDriverAndHealthComeFromTheNode) {
   EXPECT_EQ(s["health"]["state"], "Unhealthy");
   EXPECT_EQ(s["health"]["reason"], "XidError");
   EXPECT_EQ(s["health"]["since"], "2026-11-29T10:00:00Z");
+  EXPECT_EQ(s["health"]["requiredAction"], "RebootNode");
   EXPECT_EQ(s["state"], "Ready");
 }
 

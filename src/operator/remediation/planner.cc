@@ -12,15 +12,27 @@ bool Holding(const std::string& state) {
   return state == kPending || state == kInProgress || state == kFailed || state == kExhausted;
 }
 
-// The step after `step` in the policy's order; nullopt after the last.
-std::optional<RemediationStep> Next(const RemediationSpec& spec,
+// How much an action takes; 0 for none.
+int Rank(const std::string& action) {
+  if (action == "ResetGpu") return 1;
+  if (action == "RebootNode") return 2;
+  if (action == "ContactSupport") return 3;
+  return 0;
+}
+
+bool Repair(RemediationStep s) {
+  return s == RemediationStep::kRestartDriver || s == RemediationStep::kRequestReboot;
+}
+
+// The step after `step` in `steps`; nullopt after the last.
+std::optional<RemediationStep> Next(const std::vector<RemediationStep>& steps,
                                     std::optional<RemediationStep> step) {
   if (!step.has_value()) {
-    if (spec.steps.empty()) return std::nullopt;
-    return spec.steps.front();
+    if (steps.empty()) return std::nullopt;
+    return steps.front();
   }
-  auto it = std::find(spec.steps.begin(), spec.steps.end(), *step);
-  if (it == spec.steps.end() || ++it == spec.steps.end()) return std::nullopt;
+  auto it = std::find(steps.begin(), steps.end(), *step);
+  if (it == steps.end() || ++it == steps.end()) return std::nullopt;
   return *it;
 }
 
@@ -52,7 +64,8 @@ class Planner {
     p.state = kInProgress;
     p.record_attempt = now_;
     p.attempts.push_back(now_);
-    return Enter(n, std::move(p), Next(spec_, std::nullopt));
+    p.action = n.required_action;
+    return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), std::nullopt));
   }
 
   // Begins `step` (or finishes when none is left).
@@ -60,8 +73,16 @@ class Planner {
     p.restamp = true;
     p.changed = true;
     if (!step.has_value()) {
-      p.state = kDone;
       p.step = "";
+      if (p.action == "ContactSupport") {
+        p.state = kFailed;
+        p.message = absl::StrCat(
+            "the GPUs need a person (ContactSupport), no repair is run; the "
+            "node stays tainted until they are healthy: ",
+            n.health_message);
+        return p;
+      }
+      p.state = kDone;
       p.message = "the node is back in service";
       if (n.tainted && std::find(spec_.steps.begin(), spec_.steps.end(),
                                  RemediationStep::kUntaint) == spec_.steps.end()) {
@@ -98,11 +119,11 @@ class Planner {
           p.changed = true;
         }
         p.message = "tainted";
-        return Enter(n, std::move(p), Next(spec_, step));
+        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
       case RemediationStep::kDrain: {
         if (!n.pods_listed) return wait("listing the pods on the node");
         p.pods = Evictable(n);
-        if (p.pods.empty()) return Enter(n, std::move(p), Next(spec_, step));
+        if (p.pods.empty()) return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
         p.pod_action = PodAction::kEvict;
         p.changed = true;
         return wait(absl::StrCat("evicting ", p.pods.size(), " pods (first ", p.pods[0].ns, "/",
@@ -112,7 +133,7 @@ class Planner {
         if (!n.driver_pod.has_value()) {
           if (since == now_) {
             p.message = "no driver pod (the host's driver is not restarted)";
-            return Enter(n, std::move(p), Next(spec_, step));
+            return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
           }
           return wait("waiting for the driver pod to be recreated");
         }
@@ -142,7 +163,7 @@ class Planner {
         }
         if (!n.driver_pod->ready) return wait("waiting for the new driver pod to be Ready");
         p.set_labels = n.clients.ResumeLabels();
-        return Enter(n, std::move(p), Next(spec_, step));
+        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
       case RemediationStep::kRequestReboot:
         if (since == now_ && !n.reboot_requested) {
           p.request_reboot = true;
@@ -153,7 +174,7 @@ class Planner {
           return wait(absl::StrCat("waiting for the reboot (", spec_.reboot_annotation,
                                    " removed and the node Ready)"));
         }
-        return Enter(n, std::move(p), Next(spec_, step));
+        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
       case RemediationStep::kValidate:
         if (n.healthy != std::optional<bool>(true)) {
           return wait(absl::StrCat(
@@ -163,13 +184,13 @@ class Planner {
         if (validation_ && n.validator_ready != std::optional<bool>(true)) {
           return wait("waiting for the validator");
         }
-        return Enter(n, std::move(p), Next(spec_, step));
+        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
       case RemediationStep::kUntaint:
         if (n.tainted) {
           p.untaint = true;
           p.changed = true;
         }
-        return Enter(n, std::move(p), Next(spec_, step));
+        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
     }
     return p;
   }
@@ -181,6 +202,23 @@ class Planner {
 };
 
 }  // namespace
+
+std::vector<RemediationStep> StepsFor(const RemediationSpec& spec, const NodeState& node,
+                                      const std::string& action) {
+  auto slot = std::find_if(spec.steps.begin(), spec.steps.end(), Repair);
+  if (action.empty() || slot == spec.steps.end()) return spec.steps;
+  std::vector<RemediationStep> out(spec.steps.begin(), slot);
+  if (action == "ContactSupport") return out;
+  if (action == "RebootNode" || !node.driver_pod.has_value()) {
+    out.push_back(RemediationStep::kRequestReboot);
+  } else {
+    out.push_back(RemediationStep::kRestartDriver);
+  }
+  for (auto it = slot; it != spec.steps.end(); ++it) {
+    if (!Repair(*it)) out.push_back(*it);
+  }
+  return out;
+}
 
 Plan PlanRemediation(const std::vector<NodeState>& input, const RemediationSpec& spec,
                      bool validation_enabled, absl::Time now) {
@@ -194,7 +232,11 @@ Plan PlanRemediation(const std::vector<NodeState>& input, const RemediationSpec&
   for (const NodeState* n : nodes) in_progress += n->state == kInProgress;
 
   for (const NodeState* n : nodes) {
-    NodePlan p{.node = n->name, .state = n->state, .step = n->step, .message = n->message};
+    NodePlan p{.node = n->name,
+               .state = n->state,
+               .step = n->step,
+               .message = n->message,
+               .action = n->remediation_action};
     for (absl::Time t : n->attempts) {
       if (now - t < spec.window) p.attempts.push_back(t);
     }
@@ -216,9 +258,19 @@ Plan PlanRemediation(const std::vector<NodeState>& input, const RemediationSpec&
     }
 
     if (n->state == kInProgress) {
+      p.action = n->remediation_action;
+      const bool grew = Rank(n->required_action) > Rank(p.action);
+      if (grew) p.action = n->required_action;
+      const std::vector<RemediationStep> steps = StepsFor(spec, *n, p.action);
       std::optional<RemediationStep> step = ParseStep(n->step);
-      if (!step.has_value()) step = Next(spec, std::nullopt);  // lost its step: start over
-      p = planner.Work(*n, std::move(p), *step, since);
+      // Lost its step, or the action grew (a reset became a reboot): start over (the steps
+      // before the repair are idempotent).
+      if (grew || !step.has_value() ||
+          std::find(steps.begin(), steps.end(), *step) == steps.end()) {
+        p = planner.Enter(*n, std::move(p), Next(steps, std::nullopt));
+      } else {
+        p = planner.Work(*n, std::move(p), *step, since);
+      }
       if (p.step != n->step) p.restamp = true;
       if (p.state != kInProgress) --in_progress;
       plan.active = plan.active || p.state == kInProgress;

@@ -37,6 +37,11 @@ struct NodeState {
   // GPUHealthy: nullopt when the agent has not reported.
   std::optional<bool> healthy;
   std::string health_message;
+  // What the agent says the GPUs need (the GPURecoveryAction condition's reason while True):
+  // "ResetGpu", "RebootNode", "ContactSupport"; "" when none (or an agent that does not say).
+  std::string required_action;
+  // The action the remediation in progress was started for (gpuop.io/remediation-action).
+  std::string remediation_action;
   bool ready = false;             // the Node's Ready condition
   bool tainted = false;           // carries kRemediationTaintKey
   bool reboot_requested = false;  // carries the policy's reboot annotation
@@ -75,6 +80,7 @@ struct NodePlan {
   std::string state;  // to write (may equal the current one)
   std::string step;
   std::string message;
+  std::string action;                        // gpuop.io/remediation-action to write ("": none)
   bool restamp = false;                      // write since = now (a new step or wait began)
   std::optional<absl::Time> record_attempt;  // append to the attempts annotation
   std::vector<absl::Time> attempts;          // the attempts to keep (inside the window)
@@ -106,7 +112,17 @@ struct Plan {
 //    starts (in-progress, first step, attempt recorded) while fewer than maxParallel are in
 //    progress, in name order, unless maxAttempts started within the window: then exhausted
 //    (tainted, message says when it may try again). A node in a driver upgrade waits.
-//  - steps run in the policy's order; each has stepTimeout from its start (since):
+//  - steps run in the policy's order, with the repair the node's required action asks for in
+//    place of the policy's repair steps (RestartDriver, RequestReboot; StepsFor):
+//      ResetGpu        RestartDriver (a reload resets every GPU), or RequestReboot where the
+//                      node has no driver pod
+//      RebootNode      RequestReboot
+//      ContactSupport  no repair: the steps before it run, then the node is failed (tainted,
+//                      for a person)
+//      none reported   the policy's steps as written
+//    The action is fixed when the remediation starts (a GPU that turns healthy mid-way does not
+//    change the steps); one that grows (a reset becomes a reboot) starts the steps over.
+//    A policy without a repair step runs none. Each step has stepTimeout from its start (since):
 //      Taint          add the NoSchedule taint gpuop.io/remediation
 //      Drain          evict every unfinished pod that is not a DaemonSet's, a mirror or
 //                     gpuop's own (PodDisruptionBudgets apply; a blocked eviction is retried)
@@ -123,6 +139,10 @@ struct Plan {
 //  - disabled remediation starts nothing, and nodes it holds are untainted and released.
 //  - clients paused for a driver restart on a node not in the RestartDriver step are resumed,
 //    unless a driver upgrade is replacing that node's driver pod: its pause is its own.
+// The steps remediation runs on `node` (see above).
+std::vector<RemediationStep> StepsFor(const RemediationSpec& spec, const NodeState& node,
+                                      const std::string& action);
+
 Plan PlanRemediation(const std::vector<NodeState>& nodes, const RemediationSpec& spec,
                      bool validation_enabled, absl::Time now);
 

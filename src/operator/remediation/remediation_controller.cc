@@ -50,12 +50,16 @@ bool Upgrading(const kube::Node& node) {
 
 // A Node change that can change a plan.
 bool NodeChanged(const kube::Node& a, const kube::Node& b) {
-  const kube::Condition* ha = kube::FindCondition(a.conditions, "GPUHealthy");
-  const kube::Condition* hb = kube::FindCondition(b.conditions, "GPUHealthy");
+  auto differs = [&](const char* type) {
+    const kube::Condition* ca = kube::FindCondition(a.conditions, type);
+    const kube::Condition* cb = kube::FindCondition(b.conditions, type);
+    return (ca == nullptr) != (cb == nullptr) ||
+           (ca != nullptr &&
+            (ca->status != cb->status || ca->reason != cb->reason || ca->message != cb->message));
+  };
   return !(a.metadata.labels == b.metadata.labels) ||
          !(a.metadata.annotations == b.metadata.annotations) || !(a.taints == b.taints) ||
-         a.Ready() != b.Ready() || (ha == nullptr) != (hb == nullptr) ||
-         (ha != nullptr && (ha->status != hb->status || ha->message != hb->message));
+         a.Ready() != b.Ready() || differs("GPUHealthy") || differs("GPURecoveryAction");
 }
 
 }  // namespace
@@ -123,6 +127,7 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
                 .step = Annotation(node, kRemediationStepAnnotation),
                 .since = ParseTime(Annotation(node, kRemediationSinceAnnotation)),
                 .message = Annotation(node, kRemediationMessageAnnotation),
+                .remediation_action = Annotation(node, kRemediationActionAnnotation),
                 .ready = node.Ready(),
                 .tainted = HasTaint(node),
                 .upgrading = Upgrading(node),
@@ -134,6 +139,10 @@ std::vector<NodeState> RemediationController::BuildSnapshot(const PolicySpec& po
     if (const kube::Condition* h = kube::FindCondition(node.conditions, "GPUHealthy")) {
       if (h->status == "True" || h->status == "False") n.healthy = h->status == "True";
       n.health_message = h->message;
+    }
+    if (const kube::Condition* a = kube::FindCondition(node.conditions, "GPURecoveryAction");
+        a != nullptr && a->status == "True") {
+      n.required_action = a->reason;
     }
     if (node.metadata.annotations.Get(reboot_key).has_value()) {
       n.reboot_requested = true;
@@ -199,7 +208,9 @@ absl::Status RemediationController::Execute(const NodePlan& plan, const Remediat
   for (const auto& [key, value] : plan.set_labels) labels[key] = value;
   kube::Json annotations = {
       {kRemediationStepAnnotation, plan.step.empty() ? kube::Json(nullptr) : kube::Json(plan.step)},
-      {kRemediationMessageAnnotation, message.empty() ? kube::Json(nullptr) : kube::Json(message)}};
+      {kRemediationMessageAnnotation, message.empty() ? kube::Json(nullptr) : kube::Json(message)},
+      {kRemediationActionAnnotation,
+       plan.action.empty() || plan.state.empty() ? kube::Json(nullptr) : kube::Json(plan.action)}};
   if (plan.state.empty()) annotations[kRemediationSinceAnnotation] = nullptr;
   if (plan.restamp) annotations[kRemediationSinceAnnotation] = kube::FormatTimestamp(now);
   std::vector<std::string> attempts;

@@ -39,9 +39,16 @@ std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToInt64Seconds
 
 // The policy's health.ignoredXids is the whole set of ignored XIDs (its default is the
 // application errors): the agent's --ignore-xids adds to its defaults, so they are replaced.
-void AddIgnoredXids(std::vector<std::string>& command, const std::vector<int64_t>& xids) {
-  command.push_back("--replace-default-ignored-xids");
-  if (!xids.empty()) command.push_back("--ignore-xids=" + absl::StrJoin(xids, ","));
+// The policy's XID settings and where the recovery evidence is (agent/health/recovery_evidence.h).
+void AddHealthPolicy(std::vector<std::string>& command, const ComponentsSpec& c) {
+  if (!c.ignored_xids.empty())
+    command.push_back("--ignore-xids=" + absl::StrJoin(c.ignored_xids, ","));
+  if (!c.xid_actions.empty()) {
+    command.push_back("--xid-actions=" +
+                      absl::StrJoin(c.xid_actions, ",", absl::PairFormatter("=")));
+  }
+  command.push_back("--driver-ready-file=/host/run/nvidia/validations/.driver-ctr-ready");
+  command.push_back("--gpu-reset-dir=/run/gpuop/gpu-resets");
 }
 
 }  // namespace
@@ -109,15 +116,14 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's toolkit is privileged too)
       break;
     case Component::kDevicePlugin:
-      s.command =
-          Agent({"device-plugin", kHostRootFlag, "--sysfs-root=/host/sys",
-                 "--config-dir=/etc/gpuop/device-plugin",
-                 "--config-name=" + c.device_plugin_default_config,
-                 "--health-file=/run/gpuop/gpu-health.json", "--layout-file=/run/gpuop/mig-layout",
-                 "--recover-after=" + Seconds(c.recover_after)});
+      s.command = Agent({"device-plugin", kHostRootFlag, "--sysfs-root=/host/sys",
+                         "--config-dir=/etc/gpuop/device-plugin",
+                         "--config-name=" + c.device_plugin_default_config,
+                         "--health-file=/run/gpuop/gpu-health.json",
+                         "--layout-file=/run/gpuop/mig-layout"});
       // Without gpuop's CDI component there is no spec to name devices in.
       if (!c.cdi) s.command.push_back("--cdi-enabled=false");
-      AddIgnoredXids(s.command, c.ignored_xids);
+      AddHealthPolicy(s.command, c);
       s.mounts = {kDevicePlugins, kHostRoot, kRunGpuop};
       s.rules = {kReadNodes};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's device plugin too)
@@ -126,8 +132,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       break;
     case Component::kHealth:
       s.command = Agent({"health", kHostRootFlag, "--health-file=/run/gpuop/gpu-health.json",
-                         "--recover-after=" + Seconds(c.recover_after)});
-      AddIgnoredXids(s.command, c.ignored_xids);
+                         "--state-file=/run/gpuop/health-state.json"});
+      AddHealthPolicy(s.command, c);
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus, kWriteEvents};
       s.privileged = true;  // waits for XID events on the GPUs' device nodes

@@ -22,6 +22,7 @@
 #include "test/fakes/driver/holders.h"
 #include "test/fakes/driver/nodes.h"
 #include "test/fakes/nvml/embedded_scenario.h"
+#include "test/fakes/nvml/node_control.h"
 #include "test/fakes/nvml/scenario.h"
 
 namespace gpuop::fakedriver {
@@ -261,6 +262,14 @@ int RunInit(const Options& options) {
                                                           .scenario_yaml = *embedded,
                                                           .nvidia_smi = NvidiaSmiSource()});
   if (!installed.ok()) return Fail(installed.status());
+  // The node's control file for the fake NVML (test/fakes/nvml/README.md): empty after a load,
+  // as a reload resets every GPU (a GPU off the bus answers again).
+  {
+    const std::string control =
+        (std::filesystem::path(options.root) / kLibraryDir / fakenvml::kNodeControlFile).string();
+    std::ofstream(control, std::ios::trunc).flush();
+    chmod(control.c_str(), 0644);
+  }
 
   Say("Mounting NVIDIA driver rootfs...");
   absl::StatusOr<Published> published =

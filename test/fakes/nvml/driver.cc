@@ -122,7 +122,13 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
     return absl::InvalidArgumentError(
         absl::StrCat("scenario ", origin, ": ", machine.status().message()));
   }
-  const std::string control = Env("GPUOP_FAKE_NVML_CONTROL");
+  std::string control = Env("GPUOP_FAKE_NVML_CONTROL");
+  // A library carrying its node's scenario (the simulated driver's) follows that node's control
+  // file beside it, so that one line reaches every process on the node, as a hardware event
+  // reaches every NVML client. The simulated driver empties it when it loads.
+  if (control.empty() && absl::StrContains(origin, "(embedded scenario)")) {
+    control = absl::StrCat(LibraryDir(), "/", kNodeControlFile);
+  }
   control_.reset();
   if (!control.empty()) control_.emplace(control);
   return machine;

@@ -9,7 +9,8 @@
 //                               path to a scenario file (contains '/' or ends in .yaml/.yml);
 //                               unset: the scenario embedded in the library file (embedded.h),
 //                               which fixes the node identity (GPUOP_FAKE_NVML_NODE is ignored)
-//   GPUOP_FAKE_NVML_CONTROL     a control file to follow (control.h)
+//   GPUOP_FAKE_NVML_CONTROL     a control file to follow (control.h); unset with an embedded
+//                               scenario: the node's, kNodeControlFile beside the library
 //   GPUOP_FAKE_NVML_TIME_SCALE  scenario seconds per real second (default 1; 0 freezes the
 //                               clock so that only "advance" moves it)
 //   GPUOP_FAKE_NVML_NODE        mixed into derived UUIDs and serials (e.g. the node name)
@@ -29,6 +30,7 @@
 #include "hw/nvml/nvml_abi.h"
 #include "test/fakes/nvml/control.h"
 #include "test/fakes/nvml/machine.h"
+#include "test/fakes/nvml/node_control.h"
 
 namespace gpuop::fakenvml {
 

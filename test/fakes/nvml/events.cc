@@ -28,7 +28,10 @@ nvmlEventSet_st* EventHub::Find(nvmlEventSet_t set) const {
 unsigned long long EventHub::Supported(const GpuState& gpu) {
   constexpr unsigned long long kPState = 0x4;
   constexpr unsigned long long kClock = 0x10;
-  unsigned long long types = nvmlEventTypeXidCriticalError | kPState | kClock;
+  // nvml.h's nvmlEventTypeGpuUnavailableError ("the GPU is unavailable"): the simulated
+  // driver is a current one, which reports it for every GPU.
+  unsigned long long types =
+      nvmlEventTypeXidCriticalError | kPState | kClock | nvmlEventTypeGpuUnavailableError;
   if (gpu.spec.ecc_enabled) {
     types |= nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError;
   }

@@ -126,6 +126,10 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
         value.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
         value.value.uiVal = Unsigned(gpu.value(Field::kMemoryTemperature));
         value.nvmlReturn = NVML_SUCCESS;
+      } else if (value.fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) {
+        value.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        value.value.uiVal = Unsigned(gpu.value(Field::kRecoveryAction));
+        value.nvmlReturn = NVML_SUCCESS;
       } else {
         value.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       }

@@ -244,6 +244,39 @@ TEST_F(FakeNvmlEvents, OnlyRegisteredDevicesAndTypesAreDelivered) {
   EXPECT_EQ(Next().eventData, 63u);
 }
 
+// nvml.h: after XID 79 the GPU has fallen off the bus: queries answer GPU_IS_LOST and the
+// handle lookups fail, until a reset (the control file's `recover`) or a restart; the driver
+// also signals nvmlEventTypeGpuUnavailableError.
+TEST_F(FakeNvmlEvents, Xid79TakesTheGpuOffTheBusUntilItIsReset) {
+  Register(2, nvmlEventTypeXidCriticalError | nvmlEventTypeGpuUnavailableError);
+  Control("xid 2 79");
+  const nvmlEventData_t xid = Next();
+  EXPECT_EQ(xid.eventType, nvmlEventTypeXidCriticalError);
+  EXPECT_EQ(xid.eventData, 79u);
+  EXPECT_EQ(Next().eventType, nvmlEventTypeGpuUnavailableError);
+  unsigned int temperature = 0;
+  EXPECT_EQ(nvml.nvmlDeviceGetTemperature(Gpu(2), NVML_TEMPERATURE_GPU, &temperature),
+            NVML_ERROR_GPU_IS_LOST);
+  nvmlDevice_t handle = nullptr;
+  EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &handle), NVML_ERROR_GPU_IS_LOST);
+  Control("recover 2");
+  EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &handle), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlDeviceGetTemperature(Gpu(2), NVML_TEMPERATURE_GPU, &temperature),
+            NVML_SUCCESS);
+}
+
+// nvml.h's NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the driver's recovery action, settable here.
+TEST_F(FakeNvmlEvents, TheRecoveryActionFieldFollowsTheControlFile) {
+  nvmlFieldValue_t field{};
+  field.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+  ASSERT_EQ(nvml.nvmlDeviceGetFieldValues(Gpu(0), 1, &field), NVML_SUCCESS);
+  EXPECT_EQ(field.nvmlReturn, NVML_SUCCESS);
+  EXPECT_EQ(field.value.uiVal, 0u) << "NONE";
+  Control("set 0 recovery_action 2");
+  ASSERT_EQ(nvml.nvmlDeviceGetFieldValues(Gpu(0), 1, &field), NVML_SUCCESS);
+  EXPECT_EQ(field.value.uiVal, 2u) << "NODE_REBOOT";
+}
+
 TEST_F(FakeNvmlEvents, ScheduledXidCanNameAMigInstance) {
   Register(2, nvmlEventTypeXidCriticalError);
   Control("advance 7s");

@@ -294,6 +294,7 @@ void Machine::FallOffBus(GpuState& gpu) {
   if (gpu.lost) return;
   events_.Emit(gpu, nvmlEventTypeXidCriticalError, kXidFallenOffBus, kNvmlNoInstance,
                kNvmlNoInstance);
+  events_.Emit(gpu, nvmlEventTypeGpuUnavailableError, 0, kNvmlNoInstance, kNvmlNoInstance);
   gpu.lost = true;
 }
 
@@ -311,6 +312,13 @@ std::string Machine::ApplyToGpu(GpuState& gpu, const Action& action) {
       return "";
     }
     case Action::Kind::kXid:
+      // XID 79 is the driver's report that the GPU fell off the bus: from then on it answers
+      // GPU_IS_LOST, its handle lookups fail, until it is reset (`recover`) or the machine
+      // restarts.
+      if (action.xid == kXidFallenOffBus && !action.gpu_instance.has_value()) {
+        FallOffBus(gpu);
+        return "";
+      }
       events_.Emit(gpu, nvmlEventTypeXidCriticalError, action.xid,
                    action.gpu_instance.value_or(kNvmlNoInstance),
                    action.compute_instance.value_or(kNvmlNoInstance));

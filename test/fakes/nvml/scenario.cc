@@ -43,6 +43,8 @@ constexpr FieldInfo kFields[] = {
     {Field::kRemappedRowsUncorrected, "remapped_rows_uncorrected", 0, 65535},
     {Field::kRemappedRowsPending, "remapped_rows_pending", 0, 1},
     {Field::kRemappedRowsFailure, "remapped_rows_failure", 0, 1},
+    // NONE 0, GPU_RESET 1, NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4 (nvml.h).
+    {Field::kRecoveryAction, "recovery_action", 0, 4},
 };
 static_assert(std::size(kFields) == kFieldCount, "one FieldInfo per Field");
 

@@ -44,6 +44,7 @@ enum class Field : int {
   kRemappedRowsUncorrected,
   kRemappedRowsPending,
   kRemappedRowsFailure,
+  kRecoveryAction,  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvmlDeviceGpuRecoveryAction_t)
   kCount,
 };
 inline constexpr int kFieldCount = static_cast<int>(Field::kCount);
