@@ -21,10 +21,11 @@ void LogDecision(const agent::power::PowerDecision& d) {
 // `power --restore`: one pass over every accelerator family; 0 when every limit it lowered is
 // back (or none was lowered), 1 when the GPUs could not be read or a limit could not be set.
 int Restore(std::vector<std::unique_ptr<hw::Accelerator>>& accelerators,
-            agent::podresources::PodLister& pods, const agent::power::PowerPolicy& policy) {
+            agent::podresources::PodLister& pods, const agent::power::PowerPolicy& policy,
+            agent::power::LimitRecord& record) {
   int code = 0;
   for (auto& a : accelerators) {
-    agent::power::PowerManager manager(*a, pods, {.policy = policy});
+    agent::power::PowerManager manager(*a, pods, {.policy = policy, .record = &record});
     absl::StatusOr<std::vector<agent::power::PowerDecision>> restored = manager.RestoreAll();
     if (!restored.ok()) {
       std::fprintf(stderr, "power: %s\n", restored.status().ToString().c_str());
@@ -51,6 +52,7 @@ void AddPowerCommand(CLI::App& app) {
     unsigned int utilization_threshold = 5;
     int interval_seconds = 30;
     std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+    std::string limit_record{agent::power::FileLimitRecord::kDefaultPath};
     bool restore = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -77,8 +79,13 @@ void AddPowerCommand(CLI::App& app) {
   sub->add_option("--pod-resources-socket", flags->pod_resources_socket,
                   "The kubelet's PodResources socket: which GPUs are allocated")
       ->capture_default_str();
+  sub->add_option("--limit-record", flags->limit_record,
+                  "Where the limits it lowers are written down, with the ones it found (on the "
+                  "node, so that a restarted agent or --restore gives them back)")
+      ->capture_default_str();
   sub->add_flag("--restore", flags->restore,
-                "Give back every limit this policy lowered (the uninstall's undo), then exit");
+                "Give back every limit the record says was lowered (the uninstall's undo), then "
+                "exit");
   sub->callback([flags] {
     common::BlockTerminationSignals();
     agent::power::PowerPolicy policy{.enabled = true,
@@ -93,21 +100,24 @@ void AddPowerCommand(CLI::App& app) {
     std::unique_ptr<agent::podresources::PodLister> pods =
         agent::podresources::NewKubeletPodLister(flags->pod_resources_socket);
     auto accelerators = OpenAccelerators(flags->hardware);
-    if (flags->restore) std::exit(Restore(accelerators, *pods, policy));
+    // One record for every accelerator family (GPUs are told apart by UUID); its updates are
+    // serialised by the record.
+    agent::power::FileLimitRecord record(flags->limit_record);
+    if (flags->restore) std::exit(Restore(accelerators, *pods, policy, record));
     std::vector<std::unique_ptr<agent::power::PowerManager>> managers;
     for (auto& a : accelerators) {
       managers.push_back(std::make_unique<agent::power::PowerManager>(
           *a, *pods,
           agent::power::PowerManagerOptions{.policy = policy,
                                             .interval = absl::Seconds(flags->interval_seconds),
-                                            .on_decision = LogDecision}));
+                                            .on_decision = LogDecision,
+                                            .record = &record}));
       managers.back()->Start();
     }
     std::fprintf(stderr, "power: managing %zu accelerator families, idle after %ds\n",
                  managers.size(), flags->idle_after_seconds);
     const int sig = common::WaitForTerminationSignal();
-    std::fprintf(stderr,
-                 "power: signal %d, stopping (lowered limits stay; a restart adopts them)\n", sig);
+    std::fprintf(stderr, "power: signal %d, stopping: giving back the limits it lowered\n", sig);
     for (auto& m : managers) m->Stop();
   });
 }

@@ -141,7 +141,12 @@ struct GpuSample {
   std::optional<int> slowdown_temperature_celsius;
   std::optional<int> shutdown_temperature_celsius;
   std::optional<double> power_watts;
+  // The limit that was set (NVIDIA: the management limit, the one nvmlDeviceSetPowerManagementLimit
+  // changes; AMD: power1_cap): what power management works from.
   std::optional<double> power_limit_watts;
+  // The limit the GPU holds to, which other limiters can put below the one set (NVIDIA:
+  // nvmlDeviceGetEnforcedPowerLimit); nullopt where the driver does not tell them apart.
+  std::optional<double> enforced_power_limit_watts;
   std::optional<double> power_limit_min_watts;
   std::optional<double> power_limit_max_watts;
   std::optional<double> power_limit_default_watts;

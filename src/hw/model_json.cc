@@ -105,6 +105,7 @@ json ToJson(const GpuSample& s) {
   Put(out, "shutdownTemperatureCelsius", s.shutdown_temperature_celsius);
   Put(out, "powerWatts", s.power_watts);
   Put(out, "powerLimitWatts", s.power_limit_watts);
+  Put(out, "enforcedPowerLimitWatts", s.enforced_power_limit_watts);
   Put(out, "powerLimitMinWatts", s.power_limit_min_watts);
   Put(out, "powerLimitMaxWatts", s.power_limit_max_watts);
   Put(out, "powerLimitDefaultWatts", s.power_limit_default_watts);

@@ -7,6 +7,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace gpuop::agent::podresources {
 namespace {
@@ -35,6 +38,47 @@ void AddHolder(std::vector<Holder>& holders, Holder holder, const AttributionOpt
   holders.insert(at, std::move(holder));
 }
 
+bool IsDraGpuDriver(const std::string& driver, const AttributionOptions& options) {
+  return std::find(options.dra_gpu_drivers.begin(), options.dra_gpu_drivers.end(), driver) !=
+         options.dra_gpu_drivers.end();
+}
+
+bool Number(absl::string_view text, unsigned int& out) {
+  return !text.empty() && absl::SimpleAtoi(text, &out);
+}
+
+// A DRA device name of NVIDIA's driver (see Attribute) mapped onto `inventories`; no GPU when
+// the name does not parse or names no GPU there.
+Target DraTarget(const std::vector<const hw::Inventory*>& inventories, absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, "gpu-")) return {};
+  const std::vector<absl::string_view> parts = absl::StrSplit(name, absl::MaxSplits("-mig-", 1));
+  unsigned int minor = 0;
+  if (!Number(parts[0], minor)) return {};
+  Target target;
+  for (const hw::Inventory* inventory : inventories) {
+    if (inventory == nullptr) continue;
+    for (const hw::Gpu& gpu : inventory->gpus) {
+      if (gpu.minor_number.value_or(static_cast<unsigned int>(gpu.index)) == minor) {
+        target.gpu = &gpu;
+      }
+    }
+  }
+  if (target.gpu == nullptr || parts.size() == 1) return target;
+  const std::vector<absl::string_view> fields = absl::StrSplit(parts[1], '-');
+  unsigned int a = 0, b = 0, c = 0;
+  std::optional<unsigned int> start;
+  if (fields.size() == 3 && Number(fields[0], a) && Number(fields[1], b) && Number(fields[2], c)) {
+    start = b;  // <profile id>-<start>-<size>
+  } else if (fields.size() == 3 && Number(fields[1], b) && Number(fields[2], c)) {
+    start = c;  // <profile>-<profile id>-<start>
+  }
+  if (!start.has_value()) return target;
+  for (const hw::MigDevice& mig : target.gpu->mig_devices) {
+    if (mig.placement_start == *start) target.gpu_instance = mig.gpu_instance_id;
+  }
+  return target;
+}
+
 }  // namespace
 
 absl::string_view PhysicalDeviceId(absl::string_view device_id) {
@@ -60,17 +104,25 @@ Attribution Attribute(const std::vector<const hw::Inventory*>& inventories,
   }
   Attribution result;
   for (const PodDevice& device : devices) {
-    if (!IsAcceleratorResource(device.resource, options)) continue;
-    auto target = targets.find(PhysicalDeviceId(device.device_id));
-    if (target == targets.end()) {
+    Target found;
+    if (device.dra.has_value()) {
+      if (!IsDraGpuDriver(device.dra->driver, options)) continue;
+      found = DraTarget(inventories, device.dra->device);
+    } else {
+      if (!IsAcceleratorResource(device.resource, options)) continue;
+      if (auto target = targets.find(PhysicalDeviceId(device.device_id)); target != targets.end()) {
+        found = target->second;
+      }
+    }
+    if (found.gpu == nullptr) {
       ++result.unknown_devices;
       continue;
     }
-    GpuHolders& holders = result.by_gpu[target->second.gpu->uuid];
+    GpuHolders& holders = result.by_gpu[found.gpu->uuid];
     Holder holder{
         .pod_namespace = device.pod_namespace, .pod = device.pod, .container = device.container};
-    if (target->second.gpu_instance.has_value()) {
-      AddHolder(holders.instances[*target->second.gpu_instance], std::move(holder), options,
+    if (found.gpu_instance.has_value()) {
+      AddHolder(holders.instances[*found.gpu_instance], std::move(holder), options,
                 result.dropped_holders);
     } else {
       AddHolder(holders.gpu, std::move(holder), options, result.dropped_holders);

@@ -49,6 +49,9 @@ struct AttributionOptions {
   // Resources whose devices are accelerators; devices of other resources (NICs, FPGAs) are
   // ignored even where an ID looks like a PCI address.
   std::vector<std::string> resource_prefixes = {"nvidia.com/", "amd.com/"};
+  // DRA drivers whose devices are GPUs, named as NVIDIA's DRA driver names them (below);
+  // devices of other drivers are ignored.
+  std::vector<std::string> dra_gpu_drivers = {"gpu.nvidia.com"};
   // Bound on the pod labels one device can add: time-slicing rarely offers more than a few
   // dozen replicas, and every holder multiplies the GPU's series.
   size_t max_holders_per_device = 64;
@@ -56,7 +59,11 @@ struct AttributionOptions {
 
 // Maps the devices pods hold onto the GPUs and MIG instances of `inventories`. A device ID is a
 // GPU UUID (AMD: the id in hw::Gpu::uuid), a MIG UUID, or either with "::<n>" for a
-// time-sliced replica.
+// time-sliced replica. A DRA device of NVIDIA's DRA driver is named after its GPU's minor
+// number: "gpu-<minor>" for the whole GPU, "gpu-<minor>-mig-<profile id>-<start>-<size>" or
+// "gpu-<minor>-mig-<profile>-<profile id>-<start>" for a MIG device (releases differ), which maps
+// to the GPU instance at that placement start; a MIG name whose placement cannot be read holds
+// the GPU as a whole.
 Attribution Attribute(const std::vector<const hw::Inventory*>& inventories,
                       const std::vector<PodDevice>& devices,
                       const AttributionOptions& options = {});

@@ -72,6 +72,42 @@ TEST(ExporterAttributionTest, WholeGpusReplicasAndMigDevices) {
   EXPECT_EQ(a.dropped_holders, 0);
 }
 
+PodDevice Claimed(std::string driver, std::string name, std::string pod) {
+  PodDevice d = Device("", name, std::move(pod));
+  d.dra = DraDevice{.driver = std::move(driver),
+                    .pool = "node-a",
+                    .device = std::move(name),
+                    .claim_name = "claim",
+                    .claim_namespace = "ns"};
+  return d;
+}
+
+// NVIDIA's DRA driver names a GPU after its minor number and a MIG device after its parent's
+// minor and its placement (two naming schemes across releases).
+TEST(ExporterAttributionTest, DraDevicesMapByMinorNumberAndPlacement) {
+  hw::Inventory inventory = exporter::testing::SmallInventory();
+  inventory.gpus[0].minor_number = 4;
+  inventory.gpus[1].minor_number = 7;
+  inventory.gpus[1].mig_devices[0].placement_start = 0;
+  inventory.gpus[1].mig_devices[1].placement_start = 0;
+  inventory.gpus[1].mig_devices[2].placement_start = 6;
+  const Attribution a = Attribute(
+      {&inventory},
+      {Claimed("gpu.nvidia.com", "gpu-4", "a"), Claimed("gpu.nvidia.com", "gpu-7-mig-19-6-1", "m"),
+       Claimed("gpu.nvidia.com", "gpu-7-mig-3g20gb-9-0", "n"),
+       // A placement with no MIG device: the GPU as a whole.
+       Claimed("gpu.nvidia.com", "gpu-7-mig-3g20gb-9-4", "odd"),
+       // Another driver's device, even with a GPU-like name; a stale GPU.
+       Claimed("dra.net", "gpu-4", "nic"), Claimed("gpu.nvidia.com", "gpu-9", "stale"),
+       Claimed("gpu.nvidia.com", "gpu-x", "junk")});
+  ASSERT_EQ(a.by_gpu.size(), 2u);
+  EXPECT_THAT(a.by_gpu.at("GPU-0000").gpu, ElementsAre(H("a")));
+  EXPECT_THAT(a.by_gpu.at("GPU-1111").gpu, ElementsAre(H("odd")));
+  EXPECT_THAT(a.by_gpu.at("GPU-1111").instances,
+              ElementsAre(Pair(1u, ElementsAre(H("n"))), Pair(13u, ElementsAre(H("m")))));
+  EXPECT_EQ(a.unknown_devices, 2);
+}
+
 TEST(ExporterAttributionTest, HoldersPerDeviceAreCapped) {
   const hw::Inventory inventory = exporter::testing::SmallInventory();
   std::vector<PodDevice> devices;

@@ -50,6 +50,20 @@ class KubeletPodLister final : public PodLister {
                                         .numa_nodes = numa});
           }
         }
+        for (const ::v1::DynamicResource& claim : container.dynamic_resources()) {
+          for (const ::v1::ClaimResource& result : claim.claim_resources()) {
+            devices.push_back(
+                PodDevice{.device_id = result.device_name(),
+                          .pod_namespace = pod.namespace_(),
+                          .pod = pod.name(),
+                          .container = container.name(),
+                          .dra = DraDevice{.driver = result.driver_name(),
+                                           .pool = result.pool_name(),
+                                           .device = result.device_name(),
+                                           .claim_name = claim.claim_name(),
+                                           .claim_namespace = claim.claim_namespace()}});
+          }
+        }
       }
     }
     return devices;

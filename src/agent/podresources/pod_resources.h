@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,16 +12,31 @@
 
 namespace gpuop::agent::podresources {
 
+// A device allocated through DRA: a ResourceClaim's result, as the kubelet reports it
+// (ContainerResources.dynamic_resources).
+struct DraDevice {
+  std::string driver;  // "gpu.nvidia.com"
+  std::string pool;    // the driver's pool (NVIDIA's: the node name)
+  std::string device;  // "gpu-0", "gpu-0-mig-9-4-4"
+  std::string claim_name;
+  std::string claim_namespace;
+
+  friend bool operator==(const DraDevice&, const DraDevice&) = default;
+};
+
 // One device a container holds, as the kubelet reports it.
 struct PodDevice {
-  std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu"
-  std::string device_id;  // "GPU-…", "MIG-…", "GPU-…::3" (a time-sliced replica), a PCI address
+  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", "amd.com/gpu"; "" for a DRA device.
+  std::string resource;
+  // "GPU-…", "MIG-…", "GPU-…::3" (a time-sliced replica), a PCI address; a DRA device's name.
+  std::string device_id;
   std::string pod_namespace;
   std::string pod;
   std::string container;
   // The NUMA nodes the kubelet lists for the device (from the plugin's topology); empty when
   // the plugin gave none.
   std::vector<int64_t> numa_nodes;
+  std::optional<DraDevice> dra;  // set for a device allocated through DRA
 
   friend bool operator==(const PodDevice&, const PodDevice&) = default;
 };
@@ -39,7 +55,9 @@ class PodLister {
 // The kubelet's PodResources v1 List over its unix socket
 // (/var/lib/kubelet/pod-resources/kubelet.sock). One gRPC channel for the lister's lifetime; it
 // reconnects by itself after a kubelet restart, retrying at least every 5 s. Devices allocated
-// through DRA (dynamic_resources) are not reported.
+// through DRA (dynamic_resources, reported by kubelets with KubeletPodResourcesDynamicResources,
+// beta and on from 1.34) come after a container's device-plugin devices, one PodDevice per
+// claim result.
 std::unique_ptr<PodLister> NewKubeletPodLister(std::filesystem::path socket);
 
 }  // namespace gpuop::agent::podresources

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/podresources/attribution.h"
+#include "common/status_macros.h"
 
 namespace gpuop::agent::power {
 namespace {
@@ -40,7 +41,8 @@ PowerManager::PowerManager(hw::Accelerator& accelerator, podresources::PodLister
       pods_(pods),
       options_(std::move(options)),
       clock_(*options_.clock),
-      policy_(options_.policy) {}
+      policy_(options_.policy),
+      record_(options_.record != nullptr ? *options_.record : memory_record_) {}
 
 PowerManager::~PowerManager() { Stop(); }
 
@@ -79,20 +81,32 @@ std::map<int, std::string> PowerManager::Holders(
   return holders;
 }
 
-PowerDecision PowerManager::SetLimit(const hw::GpuSample& gpu, GpuState& state, bool lower,
-                                     double watts, std::string reason, absl::Time now) {
+PowerDecision PowerManager::SetLimit(const hw::GpuSample& gpu, const std::string& uuid,
+                                     GpuState& state, bool lower, double watts, std::string reason,
+                                     absl::Time now) {
   PowerDecision d{
       .time = now,
       .gpu_index = gpu.index,
+      .gpu_uuid = uuid,
       .action = lower ? PowerDecision::Action::kLowered : PowerDecision::Action::kRestored,
       .from_watts = gpu.power_limit_watts.value_or(0),
       .to_watts = watts,
       .reason = std::move(reason)};
+  auto failed = [&](absl::string_view what, const absl::Status& status) {
+    d.action = PowerDecision::Action::kFailed;
+    d.reason = absl::StrCat(what, ": ", status.message());
+    return d;
+  };
+  if (lower) {
+    // Written down first: a limit lowered without a record could not be given back exactly.
+    const absl::Status recorded =
+        Record(uuid, RecordedLimit{.original_watts = d.from_watts, .lowered_watts = watts});
+    if (!recorded.ok()) return failed("record the limit before lowering it", recorded);
+  }
   const absl::Status set = accelerator_.SetPowerLimit(gpu.index, watts);
   if (!set.ok()) {
-    d.action = PowerDecision::Action::kFailed;
-    d.reason = absl::StrCat(lower ? "lower" : "restore", " power limit: ", set.message());
-    return d;
+    if (lower) (void)Record(uuid, std::nullopt);  // nothing was lowered
+    return failed(lower ? "lower power limit" : "restore power limit", set);
   }
   if (lower) {
     state.lowered = true;
@@ -101,23 +115,68 @@ PowerDecision PowerManager::SetLimit(const hw::GpuSample& gpu, GpuState& state, 
   } else {
     state.lowered = false;
     state.idle_since.reset();
+    // A record left behind is harmless: its GPU no longer has the lowered limit, so the next
+    // first sight drops it.
+    if (const absl::Status forgotten = Record(uuid, std::nullopt); !forgotten.ok()) {
+      d.reason = absl::StrCat(d.reason, " (the record keeps it: ", forgotten.message(), ")");
+    }
   }
   return d;
 }
 
-void PowerManager::FirstSight(const hw::GpuSample& gpu, double floor, GpuState& st) {
-  if (st.seen) return;
-  st.seen = true;
-  const double limit = *gpu.power_limit_watts;
-  const double max = std::max(*gpu.power_limit_min_watts, *gpu.power_limit_max_watts);
-  const double default_watts = gpu.power_limit_default_watts.value_or(max);
-  // After a restart: a limit at the floor is the one this manager set. (Disabled, it cannot
-  // tell its own limits from an administrator's, so it claims none.)
-  if (policy_.enabled && Same(limit, floor) && limit < default_watts - kSameWatts) {
-    st.lowered = true;
-    st.lowered_watts = limit;
-    st.restore_watts = default_watts;
+absl::Status PowerManager::LoadRecord() {
+  if (recorded_.has_value()) return absl::OkStatus();
+  absl::StatusOr<LimitMap> loaded = record_.Load();
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("read the power limit record: ", loaded.status().message()));
   }
+  recorded_ = *std::move(loaded);
+  return absl::OkStatus();
+}
+
+absl::Status PowerManager::Record(const std::string& uuid, std::optional<RecordedLimit> limit) {
+  GPUOP_RETURN_IF_ERROR(LoadRecord());
+  if (!limit.has_value() && !recorded_->contains(uuid)) return absl::OkStatus();
+  GPUOP_RETURN_IF_ERROR(record_.Update(uuid, limit));
+  if (limit.has_value()) {
+    (*recorded_)[uuid] = *limit;
+  } else {
+    recorded_->erase(uuid);
+  }
+  return absl::OkStatus();
+}
+
+std::string PowerManager::UuidOf(int index) const {
+  if (!inventory_.has_value()) return "";
+  for (const hw::Gpu& g : inventory_->gpus) {
+    if (g.index == index) return g.uuid;
+  }
+  return "";
+}
+
+std::string PowerManager::RefreshInventory(size_t gpus) {
+  if (inventory_.has_value() && inventory_->gpus.size() == gpus) return "";
+  absl::StatusOr<hw::Inventory> inventory = accelerator_.Discover();
+  if (!inventory.ok()) return absl::StrCat("discover GPUs: ", inventory.status().message());
+  inventory_ = *std::move(inventory);
+  return "";
+}
+
+void PowerManager::FirstSight(const hw::GpuSample& gpu, const std::string& uuid, GpuState& st) {
+  if (st.seen || !recorded_.has_value()) return;
+  st.seen = true;
+  const auto it = recorded_->find(uuid);
+  if (it == recorded_->end()) return;
+  if (Same(*gpu.power_limit_watts, it->second.lowered_watts)) {
+    st.lowered = true;
+    st.lowered_watts = it->second.lowered_watts;
+    st.restore_watts = it->second.original_watts;
+    return;
+  }
+  // The driver reloaded (limits go back to the default) or someone set another limit: there is
+  // nothing of ours to give back.
+  (void)Record(uuid, std::nullopt);
 }
 
 absl::StatusOr<hw::Sample> PowerManager::Sample() {
@@ -127,29 +186,34 @@ absl::StatusOr<hw::Sample> PowerManager::Sample() {
                       absl::StrCat("power manager: sample GPUs: ", sample.status().message()));
 }
 
-absl::StatusOr<std::vector<PowerDecision>> PowerManager::RestoreAll() {
+absl::StatusOr<std::vector<PowerDecision>> PowerManager::RestoreAll(absl::string_view why) {
   absl::StatusOr<hw::Sample> sample = Sample();
   if (!sample.ok()) return sample.status();
   std::vector<PowerDecision> decisions;
   absl::MutexLock lock(&mu_);
+  GPUOP_RETURN_IF_ERROR(LoadRecord());
+  if (recorded_->empty()) return decisions;
+  if (std::string error = RefreshInventory(sample->gpus.size()); !error.empty()) {
+    return absl::UnavailableError(absl::StrCat("power manager: ", error));
+  }
   const absl::Time now = clock_.Now();
   for (const hw::GpuSample& gpu : sample->gpus) {
-    const std::optional<double> floor = FloorWatts(policy_, gpu);
-    if (gpu.lost || !floor.has_value()) continue;
+    if (gpu.lost || !gpu.power_limit_watts.has_value()) continue;
+    const std::string uuid = UuidOf(gpu.index);
     GpuState& st = state_[gpu.index];
-    FirstSight(gpu, *floor, st);
+    FirstSight(gpu, uuid, st);
     if (!st.lowered || !Same(*gpu.power_limit_watts, st.lowered_watts)) continue;
-    decisions.push_back(SetLimit(gpu, st, /*lower=*/false, st.restore_watts,
-                                 "gpuop is being removed: the limit it lowered goes back", now));
+    decisions.push_back(
+        SetLimit(gpu, uuid, st, /*lower=*/false, st.restore_watts, std::string(why), now));
   }
   return decisions;
 }
 
-PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& holder,
-                                   bool allocations_known, const std::string& allocation_error,
-                                   absl::Time now) {
+PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& uuid,
+                                   const std::string& holder, bool allocations_known,
+                                   const std::string& allocation_error, absl::Time now) {
   GpuState& st = state_[gpu.index];
-  PowerDecision none{.time = now, .gpu_index = gpu.index};
+  PowerDecision none{.time = now, .gpu_index = gpu.index, .gpu_uuid = uuid};
   if (gpu.lost) {
     none.action = PowerDecision::Action::kSkipped;
     none.reason = "GPU lost";
@@ -165,10 +229,18 @@ PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& 
   const double min = *gpu.power_limit_min_watts;
   const double max = std::max(min, *gpu.power_limit_max_watts);
   none.from_watts = none.to_watts = limit;
-  FirstSight(gpu, *floor, st);
+  if (const absl::Status loaded = LoadRecord(); !loaded.ok() || uuid.empty()) {
+    // Nothing is lowered that could not be written down and given back.
+    none.action = PowerDecision::Action::kSkipped;
+    none.reason = loaded.ok() ? absl::StrCat("GPU not identified (", allocation_error, ")")
+                              : std::string(loaded.message());
+    return none;
+  }
+  FirstSight(gpu, uuid, st);
   if (st.lowered && !Same(limit, st.lowered_watts)) {
     st.lowered = false;
     st.idle_since.reset();
+    (void)Record(uuid, std::nullopt);
     none.reason = absl::StrCat("limit changed to ", limit, " W by someone else; left alone");
     return none;
   }
@@ -191,7 +263,8 @@ PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& 
   if (!keep.empty()) {
     st.idle_since.reset();
     if (st.lowered) {
-      return SetLimit(gpu, st, /*lower=*/false, std::clamp(st.restore_watts, min, max), keep, now);
+      return SetLimit(gpu, uuid, st, /*lower=*/false, std::clamp(st.restore_watts, min, max), keep,
+                      now);
     }
     none.reason = keep;
     return none;
@@ -217,7 +290,7 @@ PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& 
       gpu.gpu_utilization_percent.has_value()
           ? absl::StrCat("utilization ", *gpu.gpu_utilization_percent, "% <= ", threshold, "%")
           : "utilization unknown";
-  return SetLimit(gpu, st, /*lower=*/true, *floor,
+  return SetLimit(gpu, uuid, st, /*lower=*/true, *floor,
                   absl::StrCat("idle for ", absl::FormatDuration(idle), " (", utilization,
                                ", no processes) and unallocated"),
                   now);
@@ -230,15 +303,7 @@ absl::StatusOr<std::vector<PowerDecision>> PowerManager::Tick() {
   {
     absl::MutexLock lock(&mu_);
     // Without an inventory, device IDs cannot be mapped to GPUs: allocations are unknown.
-    std::string error;
-    if (!inventory_.has_value() || inventory_->gpus.size() != sample->gpus.size()) {
-      absl::StatusOr<hw::Inventory> inventory = accelerator_.Discover();
-      if (inventory.ok()) {
-        inventory_ = *std::move(inventory);
-      } else {
-        error = absl::StrCat("discover GPUs: ", inventory.status().message());
-      }
-    }
+    std::string error = RefreshInventory(sample->gpus.size());
     absl::StatusOr<std::vector<podresources::PodDevice>> allocations =
         pods_.List(options_.pod_resources_timeout);
     if (!allocations.ok()) error = std::string(allocations.status().message());
@@ -248,14 +313,8 @@ absl::StatusOr<std::vector<PowerDecision>> PowerManager::Tick() {
     const absl::Time now = clock_.Now();
     for (const hw::GpuSample& gpu : sample->gpus) {
       const auto holder = holders.find(gpu.index);
-      PowerDecision d =
-          Decide(gpu, holder == holders.end() ? "" : holder->second, known, error, now);
-      if (inventory_.has_value()) {
-        for (const hw::Gpu& g : inventory_->gpus) {
-          if (g.index == gpu.index) d.gpu_uuid = g.uuid;
-        }
-      }
-      decisions.push_back(std::move(d));
+      decisions.push_back(Decide(gpu, UuidOf(gpu.index),
+                                 holder == holders.end() ? "" : holder->second, known, error, now));
     }
   }
   if (options_.on_decision) {
@@ -283,7 +342,19 @@ void PowerManager::Stop() {
     absl::MutexLock lock(&stop_mu_);
     stopping_ = true;
   }
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  absl::StatusOr<std::vector<PowerDecision>> restored =
+      RestoreAll("the power manager is stopping: the limit it lowered goes back");
+  if (!options_.on_decision) return;
+  if (!restored.ok()) {
+    options_.on_decision(PowerDecision{.time = clock_.Now(),
+                                       .gpu_index = -1,
+                                       .action = PowerDecision::Action::kFailed,
+                                       .reason = std::string(restored.status().message())});
+    return;
+  }
+  for (const PowerDecision& d : *restored) options_.on_decision(d);
 }
 
 }  // namespace gpuop::agent::power

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "agent/podresources/fake_pod_lister.h"
 #include "common/fake_clock.h"
 #include "test/fakes/nvml/fake_machine.h"
@@ -24,7 +25,8 @@ class PowerManagerTest : public ::testing::Test {
         machine_.nvml(), allocations_,
         PowerManagerOptions{.policy = policy,
                             .on_decision = [this](const PowerDecision& d) { log_.push_back(d); },
-                            .clock = &clock_});
+                            .clock = &clock_,
+                            .record = record_});
     return *manager_;
   }
 
@@ -56,6 +58,9 @@ class PowerManagerTest : public ::testing::Test {
   fakes::FakeMachine machine_{"h100-8x-nvswitch", /*frozen_time=*/true};
   podresources::FakePodLister allocations_;
   common::FakeClock clock_;
+  // The node's record: it outlives the managers, as the file does a restarted agent.
+  MemoryLimitRecord node_record_;
+  LimitRecord* record_ = &node_record_;
   std::vector<PowerDecision> log_;
   std::unique_ptr<PowerManager> manager_;
 };
@@ -155,48 +160,51 @@ TEST_F(PowerManagerTest, LimitsStayWithinTheConstraints) {
   EXPECT_EQ(machine_.Limit(0), 700);
 }
 
-TEST_F(PowerManagerTest, RestartRecognisesItsOwnLimitsAndKeepsAnAdministratorsOnes) {
+TEST_F(PowerManagerTest, ARestartGivesBackExactlyWhatTheRecordSays) {
   ASSERT_TRUE(machine_.nvml().SetPowerLimit(6, 500).ok());  // an administrator's limit
   Manager(kPolicy);
   Tick();
   TickAfter(absl::Minutes(10));
   ASSERT_EQ(machine_.Limit(5), 350);
   ASSERT_EQ(machine_.Limit(6), 350);
+  absl::StatusOr<LimitMap> recorded = node_record_.Load();
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_EQ(recorded->size(), 8u);
+  EXPECT_EQ(recorded->at(machine_.Uuid(6)),
+            (RecordedLimit{.original_watts = 500, .lowered_watts = 350}));
+  // While the agent is away, the driver of GPU 7 reloads: its limit is the default again.
+  ASSERT_TRUE(machine_.nvml().SetPowerLimit(7, 700).ok());
 
-  // A new agent: GPU 5 at the floor is taken as its own, GPU 6 too (it cannot tell), and both
-  // go back to the default. Before the restart, GPU 6 would have gone back to 500.
+  // A new agent gives back what the record says, the administrator's 500 W included.
   Manager(kPolicy);
-  allocations_.Set(std::vector<podresources::PodDevice>{Holding(5, "a"), Holding(6, "b")});
+  allocations_.Set(
+      std::vector<podresources::PodDevice>{Holding(5, "a"), Holding(6, "b"), Holding(7, "c")});
   std::vector<PowerDecision> d = Tick();
   EXPECT_EQ(d[5].action, Action::kRestored);
   EXPECT_EQ(machine_.Limit(5), 700);
-  EXPECT_EQ(machine_.Limit(6), 700);
-
-  // Without a restart the administrator's limit comes back exactly.
-  ASSERT_TRUE(machine_.nvml().SetPowerLimit(6, 500).ok());
-  allocations_.Set(std::vector<podresources::PodDevice>{});
-  Manager(kPolicy);
-  Tick();
-  TickAfter(absl::Minutes(10));
-  ASSERT_EQ(machine_.Limit(6), 350);
-  allocations_.Set(std::vector<podresources::PodDevice>{Holding(6, "b")});
-  d = Tick();
   EXPECT_EQ(d[6].to_watts, 500);
   EXPECT_EQ(machine_.Limit(6), 500);
+  EXPECT_EQ(d[7].action, Action::kNone) << "nothing of ours on GPU 7";
+  recorded = node_record_.Load();
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_FALSE(recorded->contains(machine_.Uuid(5)));
+  EXPECT_FALSE(recorded->contains(machine_.Uuid(6)));
+  EXPECT_FALSE(recorded->contains(machine_.Uuid(7))) << "dropped: the limit is not ours";
+  EXPECT_EQ(recorded->size(), 5u) << "GPUs 0-4 are still lowered";
 }
 
-TEST_F(PowerManagerTest, RestoreAllGivesBackWhatANewManagerRecognisesAsItsOwn) {
+TEST_F(PowerManagerTest, RestoreAllGivesBackEveryRecordedLimit) {
   Manager(kPolicy);
   Tick();
   TickAfter(absl::Minutes(10));
   ASSERT_EQ(machine_.Limit(2), 350);
   ASSERT_TRUE(machine_.nvml().SetPowerLimit(4, 600).ok());  // someone else's, after the lowering
 
-  // The uninstall's undo runs in a fresh process: it knows only the policy.
-  PowerManager& undo = Manager(kPolicy);
+  // The uninstall's undo runs in a fresh process with another policy: the record is enough.
+  PowerManager& undo = Manager({.enabled = false});
   absl::StatusOr<std::vector<PowerDecision>> restored = undo.RestoreAll();
   ASSERT_TRUE(restored.ok()) << restored.status();
-  EXPECT_EQ(restored->size(), 7u) << "every GPU at the floor; not GPU 4";
+  EXPECT_EQ(restored->size(), 7u) << "every GPU lowered; not GPU 4";
   for (const PowerDecision& d : *restored) {
     EXPECT_EQ(d.action, Action::kRestored) << d.gpu_index;
     EXPECT_NE(d.gpu_index, 4);
@@ -204,10 +212,72 @@ TEST_F(PowerManagerTest, RestoreAllGivesBackWhatANewManagerRecognisesAsItsOwn) {
   for (int gpu = 0; gpu < 8; ++gpu) {
     EXPECT_EQ(machine_.Limit(gpu), gpu == 4 ? 600 : 700) << gpu;
   }
-  // Nothing left to give back.
+  // Nothing left to give back, and nothing recorded.
   restored = undo.RestoreAll();
   ASSERT_TRUE(restored.ok());
   EXPECT_TRUE(restored->empty());
+  absl::StatusOr<LimitMap> recorded = node_record_.Load();
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_TRUE(recorded->empty());
+}
+
+// A ResourceClaim's GPU (NVIDIA's DRA driver: "gpu-<minor>") is as allocated as a device
+// plugin's.
+TEST_F(PowerManagerTest, GpusAllocatedThroughDraCountAsAllocated) {
+  allocations_.Set(std::vector<podresources::PodDevice>{
+      {.device_id = "gpu-3",
+       .pod_namespace = "ml",
+       .pod = "train-0",
+       .container = "main",
+       .dra = podresources::DraDevice{.driver = "gpu.nvidia.com",
+                                      .pool = "node-a",
+                                      .device = "gpu-3",
+                                      .claim_name = "one-gpu",
+                                      .claim_namespace = "ml"}}});
+  Manager(kPolicy);
+  Tick();
+  const std::vector<PowerDecision> d = TickAfter(absl::Minutes(10));
+  EXPECT_EQ(d[3].action, Action::kNone);
+  EXPECT_EQ(d[3].reason, "allocated to ml/train-0");
+  EXPECT_EQ(machine_.Limit(3), 700);
+  EXPECT_EQ(d[2].action, Action::kLowered);
+}
+
+// A record that cannot be written: nothing is lowered, since it could not be given back.
+class UnwritableRecord : public LimitRecord {
+ public:
+  absl::StatusOr<LimitMap> Load() override { return LimitMap{}; }
+  absl::Status Save(const LimitMap&) override {
+    return absl::InternalError("write /var/lib/gpuop/power-limits.json: No space left on device");
+  }
+};
+
+TEST_F(PowerManagerTest, NoLimitIsLoweredThatCannotBeRecorded) {
+  UnwritableRecord full;
+  record_ = &full;
+  Manager(kPolicy);
+  Tick();
+  const std::vector<PowerDecision> d = TickAfter(absl::Minutes(10));
+  EXPECT_EQ(d[0].action, Action::kFailed);
+  EXPECT_THAT(d[0].reason, HasSubstr("record the limit before lowering it"));
+  EXPECT_THAT(d[0].reason, HasSubstr("No space left on device"));
+  for (int gpu = 0; gpu < 8; ++gpu) EXPECT_EQ(machine_.Limit(gpu), 700) << gpu;
+}
+
+// nvml.h tells the management limit (the one set) from the enforced one (which other limiters
+// can hold lower). The manager lowers from and restores to the management limit.
+TEST_F(PowerManagerTest, WorksFromTheManagementLimitNotTheEnforcedOne) {
+  machine_.Control("set 1 power_cap_w 450");
+  Manager(kPolicy);
+  Tick();
+  std::vector<PowerDecision> d = TickAfter(absl::Minutes(10));
+  EXPECT_EQ(d[1].action, Action::kLowered);
+  EXPECT_EQ(d[1].from_watts, 700);
+  allocations_.Set(std::vector<podresources::PodDevice>{Holding(1, "a")});
+  d = Tick();
+  EXPECT_EQ(d[1].action, Action::kRestored);
+  EXPECT_EQ(d[1].to_watts, 700) << "not the 450 W cap";
+  EXPECT_EQ(machine_.Limit(1), 700);
 }
 
 TEST_F(PowerManagerTest, LimitChangedBySomeoneElseIsLeftAlone) {
@@ -247,15 +317,22 @@ TEST_F(PowerManagerTest, LostGpuIsSkipped) {
   EXPECT_EQ(ActionName(d[4].action), "skipped");
 }
 
-TEST_F(PowerManagerTest, StartRunsRoundsUntilStopped) {
+TEST_F(PowerManagerTest, StartRunsRoundsUntilStoppedAndStopGivesTheLimitsBack) {
   PowerManager& manager = Manager(kPolicy);
   manager.Start();
   clock_.AwaitWaiters(1);  // the first round is done; the thread waits for the next
   clock_.Advance(absl::Minutes(11));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (machine_.Limit(0) != 350 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-  manager.Stop();
   EXPECT_EQ(machine_.Limit(0), 350);
+  manager.Stop();
+  EXPECT_EQ(machine_.Limit(0), 700);
+  bool logged = false;
+  for (const PowerDecision& d : log_) {
+    logged = logged || (d.gpu_index == 0 && d.action == Action::kRestored &&
+                        absl::StrContains(d.reason, "stopping"));
+  }
+  EXPECT_TRUE(logged) << "the restore on stop is in the decision log";
 }
 
 }  // namespace

@@ -230,6 +230,18 @@ TEST_F(NvmlAcceleratorTest, PowerLimitIsSetWithinItsRange) {
   EXPECT_EQ(nvml_->SetPowerLimit(99, 300).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The limit that was set and the one enforced are different numbers (nvml.h); power management
+// works from the first, so a cap from elsewhere is never taken for the GPU's own limit.
+TEST_F(NvmlAcceleratorTest, ManagementAndEnforcedLimitsAreReadApart) {
+  Open("h100-8x-nvswitch", /*with_control=*/true);
+  Control("set 1 power_cap_w 500");
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok());
+  EXPECT_EQ(sample->gpus[1].power_limit_watts, 700.0);
+  EXPECT_EQ(sample->gpus[1].enforced_power_limit_watts, 500.0);
+  EXPECT_EQ(sample->gpus[0].enforced_power_limit_watts, 700.0);
+}
+
 TEST_F(NvmlAcceleratorTest, ComputeModeIsSetAndReadPerGpu) {
   Open("h100-8x-nvswitch");
   EXPECT_EQ(nvml_->GetComputeMode(3).value_or(ComputeMode::kProhibited), ComputeMode::kDefault);

@@ -93,10 +93,11 @@ GpuSample NvmlAccelerator::SampleGpu(int index, nvmlDevice_t device) const {
   if (auto p = Optional<unsigned int>(f.nvmlDeviceGetPowerUsage, l, device)) {
     s.power_watts = watts(*p);
   }
-  if (auto p = Optional<unsigned int>(f.nvmlDeviceGetEnforcedPowerLimit, l, device)) {
+  if (auto p = Optional<unsigned int>(f.nvmlDeviceGetPowerManagementLimit, l, device)) {
     s.power_limit_watts = watts(*p);
-  } else if (auto q = Optional<unsigned int>(f.nvmlDeviceGetPowerManagementLimit, l, device)) {
-    s.power_limit_watts = watts(*q);
+  }
+  if (auto p = Optional<unsigned int>(f.nvmlDeviceGetEnforcedPowerLimit, l, device)) {
+    s.enforced_power_limit_watts = watts(*p);
   }
   if (f.nvmlDeviceGetPowerManagementLimitConstraints != nullptr && !lost) {
     unsigned int lo = 0, hi = 0;

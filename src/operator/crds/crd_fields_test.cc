@@ -125,7 +125,9 @@ TEST(CrdFieldsTest, EveryGpuNodeStatusFieldIsWritten) {
     "status": {"conditions": [
       {"type": "Ready", "status": "True"},
       {"type": "GPUHealthy", "status": "False", "reason": "XidError", "message": "GPU 3: XID 79",
-       "lastTransitionTime": "2026-11-29T10:00:00Z"}]}})");
+       "lastTransitionTime": "2026-11-29T10:00:00Z"},
+      {"type": "GPURecoveryAction", "status": "True", "reason": "RebootNode",
+       "message": "GPU 3 (GPU-a): XID 79"}]}})");
   auto node = kube::ParseNode(node_json);
   ASSERT_TRUE(node.ok()) << node.status();
   PolicySpec policy;

@@ -142,8 +142,13 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
     case Component::kExporter:
       s.command = Agent({"exporter", kHostRootFlag, absl::StrCat("--listen=:", c.exporter_port),
                          "--interval=" + Seconds(c.exporter_interval),
-                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
-      s.mounts = {kPodResources, kHostRoot};
+                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock",
+                         "--limit-record=/var/lib/gpuop/power-limits.json"});
+      // The record of the limits it lowered lives on the node, so that a restarted agent and
+      // the uninstall's undo give back exactly what was found.
+      s.mounts = {kPodResources,
+                  kHostRoot,
+                  {"gpuop-state", "/var/lib/gpuop", "/var/lib/gpuop", false, "DirectoryOrCreate"}};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's dcgm-exporter is privileged)
       s.waits_for_driver = c.validator;
       s.ports = {{{"name", "metrics"}, {"containerPort", c.exporter_port}, {"protocol", "TCP"}}};
@@ -180,8 +185,13 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
     case Component::kPowerManager:
       s.command = Agent({"power", kHostRootFlag, "--idle-after=" + Seconds(c.power_idle_after),
                          absl::StrCat("--floor-percent=", c.power_floor_percent),
-                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
-      s.mounts = {kPodResources, kHostRoot};
+                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock",
+                         "--limit-record=/var/lib/gpuop/power-limits.json"});
+      // The record of the limits it lowered lives on the node, so that a restarted agent and
+      // the uninstall's undo give back exactly what was found.
+      s.mounts = {kPodResources,
+                  kHostRoot,
+                  {"gpuop-state", "/var/lib/gpuop", "/var/lib/gpuop", false, "DirectoryOrCreate"}};
       s.privileged = true;  // setting power limits needs root on the GPUs
       s.waits_for_driver = c.validator;
       break;

@@ -109,7 +109,7 @@ std::vector<std::string> UndoCommand(const std::vector<std::string>& command) {
     return undo;
   }
   if (command.size() >= 2 && command[1] == "power") {
-    std::vector<std::string> undo = command;  // the policy's flags say which limits are its own
+    std::vector<std::string> undo = command;  // with --limit-record: the limits it lowered
     undo.push_back("--restore");
     return undo;
   }

@@ -160,8 +160,9 @@ nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int
   return PowerLimit(device, milliwatts, [](const GpuState& gpu) { return gpu.power_limit_mw; });
 }
 
+// nvml.h: the limit the GPU enforces, which can be below the management limit (another cap).
 nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* milliwatts) {
-  return PowerLimit(device, milliwatts, [](const GpuState& gpu) { return gpu.power_limit_mw; });
+  return PowerLimit(device, milliwatts, &Machine::EnforcedPowerLimitMw);
 }
 
 nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,

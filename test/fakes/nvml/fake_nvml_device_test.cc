@@ -231,6 +231,28 @@ TEST_F(FakeNvmlDevice, PowerLimitIsRangeChecked) {
   EXPECT_EQ(limit, 700000u);
 }
 
+// nvml.h: the enforced limit is the one the GPU holds to, which other limiters (out-of-band
+// capping) can put below the management limit; the management limit stays what was set.
+TEST_F(FakeNvmlDevice, EnforcedPowerLimitCanBeBelowTheManagementLimit) {
+  UseControlFile();
+  ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);
+  Control("set 2 power_cap_w 450");
+  unsigned int management = 0;
+  unsigned int enforced = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetPowerManagementLimit(Gpu(2), &management), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetEnforcedPowerLimit(Gpu(2), &enforced), NVML_SUCCESS);
+  EXPECT_EQ(management, 700000u);
+  EXPECT_EQ(enforced, 450000u);
+  Control("set 2 power_w 600");
+  unsigned int usage = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetPowerUsage(Gpu(2), &usage), NVML_SUCCESS);
+  EXPECT_EQ(usage, 450000u) << "the draw is held at the enforced limit";
+  // A management limit below the cap is enforced as set.
+  ASSERT_EQ(nvml.nvmlDeviceSetPowerManagementLimit(Gpu(2), 300000), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetEnforcedPowerLimit(Gpu(2), &enforced), NVML_SUCCESS);
+  EXPECT_EQ(enforced, 300000u);
+}
+
 TEST_F(FakeNvmlDevice, ReportsTelemetry) {
   UseControlFile();
   ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);

@@ -249,20 +249,20 @@ TEST_F(FakeNvmlEvents, OnlyRegisteredDevicesAndTypesAreDelivered) {
 // also signals nvmlEventTypeGpuUnavailableError.
 TEST_F(FakeNvmlEvents, Xid79TakesTheGpuOffTheBusUntilItIsReset) {
   Register(2, nvmlEventTypeXidCriticalError | nvmlEventTypeGpuUnavailableError);
+  nvmlDevice_t gpu = Gpu(2);  // a handle taken before the loss: lookups fail after it
   Control("xid 2 79");
   const nvmlEventData_t xid = Next();
   EXPECT_EQ(xid.eventType, nvmlEventTypeXidCriticalError);
   EXPECT_EQ(xid.eventData, 79u);
   EXPECT_EQ(Next().eventType, nvmlEventTypeGpuUnavailableError);
   unsigned int temperature = 0;
-  EXPECT_EQ(nvml.nvmlDeviceGetTemperature(Gpu(2), NVML_TEMPERATURE_GPU, &temperature),
+  EXPECT_EQ(nvml.nvmlDeviceGetTemperature(gpu, NVML_TEMPERATURE_GPU, &temperature),
             NVML_ERROR_GPU_IS_LOST);
   nvmlDevice_t handle = nullptr;
   EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &handle), NVML_ERROR_GPU_IS_LOST);
   Control("recover 2");
   EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &handle), NVML_SUCCESS);
-  EXPECT_EQ(nvml.nvmlDeviceGetTemperature(Gpu(2), NVML_TEMPERATURE_GPU, &temperature),
-            NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlDeviceGetTemperature(gpu, NVML_TEMPERATURE_GPU, &temperature), NVML_SUCCESS);
 }
 
 // nvml.h's NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the driver's recovery action, settable here.

@@ -125,16 +125,22 @@ nvmlReturn_t Machine::FindByBusId(absl::string_view bus_id, nvmlDevice_t* out) c
   return NVML_ERROR_NOT_FOUND;
 }
 
+unsigned int Machine::EnforcedPowerLimitMw(const GpuState& gpu) {
+  const double cap = gpu.value(Field::kPowerCap);
+  if (cap <= 0) return gpu.power_limit_mw;
+  return std::min(gpu.power_limit_mw, static_cast<unsigned int>(cap * 1000));
+}
+
 unsigned int Machine::PowerUsageMw(const GpuState& gpu) const {
   const double drawn = std::max(0.0, gpu.value(Field::kPower) * 1000);
   if (!gpu.spec.power) return static_cast<unsigned int>(drawn);
-  return static_cast<unsigned int>(std::min(drawn, static_cast<double>(gpu.power_limit_mw)));
+  return static_cast<unsigned int>(std::min(drawn, static_cast<double>(EnforcedPowerLimitMw(gpu))));
 }
 
 unsigned long long Machine::ClockEventReasons(const GpuState& gpu) const {
   auto reasons = static_cast<unsigned long long>(gpu.value(Field::kClockEventReasons));
   if (gpu.value(Field::kGpuUtil) == 0) reasons |= kClocksEventGpuIdle;
-  if (gpu.spec.power && gpu.value(Field::kPower) * 1000 > gpu.power_limit_mw) {
+  if (gpu.spec.power && gpu.value(Field::kPower) * 1000 > EnforcedPowerLimitMw(gpu)) {
     reasons |= kClocksEventSwPowerCap;
   }
   if (gpu.spec.thermal && gpu.value(Field::kTemperature) >= gpu.spec.thermal->slowdown_c) {

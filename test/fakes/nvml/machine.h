@@ -61,6 +61,8 @@ class Machine {
 
   // Derived readings.
   unsigned int PowerUsageMw(const GpuState& gpu) const;
+  // The limit the GPU enforces: the management limit, or a lower power_cap_w.
+  static unsigned int EnforcedPowerLimitMw(const GpuState& gpu);
   unsigned long long ClockEventReasons(const GpuState& gpu) const;
   // Current clock of NVML clock type 0..3 (graphics, SM, memory, video) in MHz.
   unsigned int ClockMhz(const GpuState& gpu, int type) const;

@@ -45,6 +45,9 @@ constexpr FieldInfo kFields[] = {
     {Field::kRemappedRowsFailure, "remapped_rows_failure", 0, 1},
     // NONE 0, GPU_RESET 1, NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4 (nvml.h).
     {Field::kRecoveryAction, "recovery_action", 0, 4},
+    // A limit the GPU enforces besides the management limit (out-of-band capping by the BMC, a
+    // power-brake): nvml.h's enforced limit is the lower of the two. 0 is none.
+    {Field::kPowerCap, "power_cap_w", 0, 10000},
 };
 static_assert(std::size(kFields) == kFieldCount, "one FieldInfo per Field");
 

@@ -45,6 +45,7 @@ enum class Field : int {
   kRemappedRowsPending,
   kRemappedRowsFailure,
   kRecoveryAction,  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvmlDeviceGpuRecoveryAction_t)
+  kPowerCap,        // a cap set outside the management limit (0: none); see EnforcedPowerLimitMw
   kCount,
 };
 inline constexpr int kFieldCount = static_cast<int>(Field::kCount);
