@@ -92,6 +92,9 @@ struct Gpu {
   bool mig_capable = false;
   bool mig_enabled = false;
   bool mig_pending_change = false;  // mode change waiting for a GPU reset
+  // Why the MIG devices' profiles and placements could not be read ("" when they could): NVML
+  // answers NO_PERMISSION for GPU instances to a process without the MIG monitor capability.
+  std::string mig_unreadable;
   std::vector<MigProfile> mig_profiles;
   std::vector<MigDevice> mig_devices;
   std::vector<Link> links;

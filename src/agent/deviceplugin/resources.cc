@@ -123,6 +123,10 @@ class Planner {
           plan_.warnings.push_back(absl::StrCat(Describe(gpu),
                                                 " has MIG enabled but no MIG devices; it offers "
                                                 "nothing until MIG devices are created"));
+        } else if (!gpu.mig_unreadable.empty()) {
+          plan_.warnings.push_back(absl::StrCat(Describe(gpu), "'s MIG devices cannot be read (",
+                                                gpu.mig_unreadable, "); none is advertised"));
+          return;
         }
         for (size_t m = 0; m < gpu.mig_devices.size(); ++m) {
           const std::string& profile = gpu.mig_devices[m].profile;
@@ -307,6 +311,11 @@ MigSingleLayout ClassifyMigSingle(const std::vector<hw::Gpu>& gpus) {
   for (const hw::Gpu* gpu : enabled) {
     if (gpu->mig_devices.empty()) {
       out.reason = absl::StrCat(Describe(*gpu), " has MIG enabled but no MIG devices");
+      return out;
+    }
+    if (!gpu->mig_unreadable.empty()) {
+      out.reason =
+          absl::StrCat(Describe(*gpu), "'s MIG devices cannot be read: ", gpu->mig_unreadable);
       return out;
     }
   }

@@ -59,6 +59,24 @@ TEST(PlanResourcesTest, MixedNamesResourcesByProfile) {
             "nvidia.gpuop.io/gpu=MIG-0-0");
 }
 
+// What discovery reports for a GPU whose GPU instances NVML refuses (no MIG monitor capability).
+hw::Gpu Unreadable(hw::Gpu gpu) {
+  gpu.mig_unreadable = "nvmlDeviceGetGpuInstanceById: no permission";
+  return gpu;
+}
+
+// A MIG device whose profile could not be read is never advertised under a made-up name.
+TEST(PlanResourcesTest, MixedAdvertisesNoMigDeviceThatCannotBeRead) {
+  auto plan = PlanResources({Unreadable(Nvidia(0, true, {"", ""})), Nvidia(1, true, {"1g.10gb"})},
+                            {.mig_strategy = MigStrategy::kMixed});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->Ids("nvidia.com/mig-1g.10gb"), std::vector<std::string>{"MIG-1-0"});
+  EXPECT_EQ(plan->resources.size(), 1u);
+  EXPECT_THAT(plan->warnings,
+              ElementsAre(HasSubstr("GPU 0 (GPU-0)'s MIG devices cannot be read (nvmlDeviceGetGpu"
+                                    "InstanceById: no permission); none is advertised")));
+}
+
 TEST(PlanResourcesTest, MixedSkipsAMigGpuWithoutMigDevices) {
   auto plan = PlanResources({Nvidia(0, true), Nvidia(1)}, {.mig_strategy = MigStrategy::kMixed});
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -94,6 +112,10 @@ TEST(PlanResourcesTest, SingleLayouts) {
        {Nvidia(0, true, {"1g.10gb"}), Nvidia(1, true)},
        {},
        "GPU 1 (GPU-1) has MIG enabled but no MIG devices"},
+      {"MIG devices that cannot be read",
+       {Nvidia(0, true, {"1g.10gb"}), Unreadable(Nvidia(1, true, {""}))},
+       {},
+       "GPU 1 (GPU-1)'s MIG devices cannot be read: nvmlDeviceGetGpuInstanceById: no permission"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -151,7 +151,7 @@ void MigSingleLabels(const LabelInputs& in, NodeLabels& labels) {
 }
 
 // Strategy mixed: nvidia.com/mig-<profile>.* per profile present; MIG-enabled GPUs without
-// MIG devices contribute nothing.
+// MIG devices, or whose MIG devices could not be read (Gpu::mig_unreadable), contribute nothing.
 void MigMixedLabels(const LabelInputs& in, NodeLabels& labels) {
   struct Profile {
     int count = 0;
@@ -161,6 +161,7 @@ void MigMixedLabels(const LabelInputs& in, NodeLabels& labels) {
   std::map<std::string, Profile> profiles;
   for (const hw::Gpu& g : in.nvidia->gpus) {
     for (const hw::MigDevice& m : g.mig_devices) {
+      if (m.profile.empty()) continue;
       Profile& p = profiles[ProfileName(m.profile)];
       if (p.count++ == 0) {
         p.parent = &g;

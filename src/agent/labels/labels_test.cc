@@ -266,6 +266,10 @@ TEST(NodeLabelsTest, InvalidMigSingleLayoutsAreLabelledMigInvalid) {
     }
     return inv;
   };
+  auto unreadable = [](hw::Inventory inv) {
+    inv.gpus[0].mig_unreadable = "nvmlDeviceGetGpuInstanceById: no permission";
+    return inv;
+  };
   struct Case {
     const char* name;
     hw::Inventory inventory;
@@ -274,6 +278,7 @@ TEST(NodeLabelsTest, InvalidMigSingleLayoutsAreLabelledMigInvalid) {
       {"MIG on and off", with_mig(H100s(2), 1, {"1g.5gb"})},
       {"MIG on without devices", with_mig(with_mig(H100s(2), 0, {"1g.5gb"}), 1, {})},
       {"two profiles", with_mig(with_mig(H100s(2), 0, {"1g.5gb"}), 1, {"3g.20gb"})},
+      {"MIG devices that cannot be read", unreadable(with_mig(H100s(1), 0, {""}))},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -334,6 +339,22 @@ TEST(NodeLabelsTest, MigMixedPerProfileLabels) {
 
 // Time-slicing: replicas and strategy from the rule; "-SHARED" only without a rename, but the
 // replicas and strategy stay under a rename (GFD looks the rule up by the original name).
+// A MIG device whose profile could not be read gets no nvidia.com/mig-<profile> labels.
+TEST(NodeLabelsTest, MigMixedLeavesOutDevicesThatCannotBeRead) {
+  hw::Inventory inv = H100s(2);
+  inv.gpus[0].mig_enabled = true;
+  inv.gpus[0].mig_devices = {Mig1g10gb("MIG-a")};
+  inv.gpus[1].mig_enabled = true;
+  inv.gpus[1].mig_unreadable = "nvmlDeviceGetGpuInstanceById: no permission";
+  inv.gpus[1].mig_devices = {{.uuid = "MIG-x"}};
+  const NodeLabels labels =
+      ComputeNodeLabels({.nvidia = inv, .plugin_config = {.mig_strategy = MigStrategy::kMixed}});
+  EXPECT_THAT(labels, Contains(Pair("nvidia.com/mig-1g.10gb.count", "1")));
+  for (const auto& [key, value] : labels) {
+    EXPECT_FALSE(absl::StartsWith(key, "nvidia.com/mig-.")) << key;
+  }
+}
+
 TEST(NodeLabelsTest, TimeSlicingMarksSharedAndReplicas) {
   DevicePluginConfig config{.sharing_strategy = SharingStrategy::kTimeSlicing};
   config.sharing = {{.resource = "nvidia.com/gpu", .replicas = 4}};

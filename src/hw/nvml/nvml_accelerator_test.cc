@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "test/fakes/sysfs/presets.h"
 
@@ -369,6 +370,34 @@ TEST_F(NvmlAcceleratorTest, AnEventOfALostGpuIsStillAttributed) {
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events[0].gpu_index, 2);
   EXPECT_EQ(events[0].gpu_uuid, uuid);
+}
+
+// Without the MIG monitor capability (a container not given /dev/nvidia-caps/nvidia-cap2) NVML
+// refuses the GPU instances: the MIG devices are listed, their profiles are unknown, and the GPU
+// says why, so that no consumer names a resource after a profile it could not read.
+TEST_F(NvmlAcceleratorTest, MigDevicesWithoutTheMonitorCapabilitySayWhy) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gpuop-nvml-caps-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "dev");
+  for (const char* node : {"nvidiactl", "nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidia4",
+                           "nvidia5", "nvidia6", "nvidia7"}) {
+    std::ofstream(dir / "dev" / node).flush();
+  }
+  std::ifstream preset(std::filesystem::path(GPUOP_FAKE_NVML_LIBRARY).parent_path() /
+                       "scenarios/a100-8x-mig.yaml");
+  std::ofstream scenario(dir / "a100.yaml");
+  scenario << preset.rdbuf() << "\ndevice_nodes: " << (dir / "dev").string() << "\n";
+  scenario.close();
+  Open((dir / "a100.yaml").c_str());
+  const Inventory inv = Discover();
+  ASSERT_EQ(inv.gpus.size(), 8u);
+  EXPECT_THAT(inv.gpus[0].mig_unreadable, HasSubstr("MIG monitor capability"));
+  ASSERT_EQ(inv.gpus[0].mig_devices.size(), 7u);
+  EXPECT_EQ(inv.gpus[0].mig_devices[0].profile, "");
+  EXPECT_EQ(inv.gpus[0].mig_devices[0].memory_bytes, 4864ull << 20) << "the device's own";
+  EXPECT_EQ(inv.gpus[4].mig_unreadable, "") << "MIG off: nothing to read";
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(NvmlAcceleratorTest, A100MigLayoutIsDiscoveredAndReconfigurable) {

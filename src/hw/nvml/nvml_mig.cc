@@ -72,8 +72,16 @@ void NvmlAccelerator::DescribeMig(nvmlDevice_t device, Gpu& gpu) const {
       if (m.memory_bytes == 0) m.memory_bytes = attributes->memorySizeMB << 20;
     }
     nvmlGpuInstance_t gi = nullptr;
-    if (f.nvmlDeviceGetGpuInstanceById != nullptr && f.nvmlGpuInstanceGetInfo != nullptr &&
-        f.nvmlDeviceGetGpuInstanceById(device, m.gpu_instance_id, &gi) == NVML_SUCCESS) {
+    const nvmlReturn_t found = f.nvmlDeviceGetGpuInstanceById == nullptr
+                                   ? NVML_ERROR_FUNCTION_NOT_FOUND
+                                   : f.nvmlDeviceGetGpuInstanceById(device, m.gpu_instance_id, &gi);
+    if (found == NVML_ERROR_NO_PERMISSION) {
+      gpu.mig_unreadable =
+          "nvmlDeviceGetGpuInstanceById: no permission (the process lacks the MIG monitor "
+          "capability, /dev/nvidia-caps/nvidia-cap2: NVIDIA's components run with SYS_ADMIN and "
+          "NVIDIA_MIG_MONITOR_DEVICES=all)";
+    }
+    if (found == NVML_SUCCESS && f.nvmlGpuInstanceGetInfo != nullptr) {
       nvmlGpuInstanceInfo_t info{};
       calls_.fetch_add(2, std::memory_order_relaxed);
       if (f.nvmlGpuInstanceGetInfo(gi, &info) == NVML_SUCCESS) {

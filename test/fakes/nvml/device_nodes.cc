@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
@@ -34,11 +35,22 @@ std::string Prefix(const std::string& dir) {
   return base == "/" ? "/" : absl::StrCat(base, "/");
 }
 
-// Creates in `prefix` the nodes `module` has (nvidiactl, nvidia<minor> for `gpus`, nvidia-uvm)
-// and `prefix` lacks, keeping only those this process can open.
+// Whether `path` opens for reading (a character device where `need_device`).
+bool Readable(const std::string& path, bool need_device) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return false;
+  struct stat info {};
+  const bool ok = !need_device || (fstat(fd, &info) == 0 && S_ISCHR(info.st_mode));
+  close(fd);
+  return ok;
+}
+
+// Creates in `prefix` the nodes `module` has (nvidiactl, nvidia<minor> for `gpus`, nvidia-uvm,
+// the MIG capabilities) and `prefix` lacks, keeping only those this process can open.
 void CreateMissingNodes(const std::string& prefix, const std::string& module,
                         const std::vector<GpuSpec>& gpus) {
-  std::vector<std::string> names = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"};
+  std::vector<std::string> names = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                    "nvidia-caps/nvidia-cap1", "nvidia-caps/nvidia-cap2"};
   for (const GpuSpec& gpu : gpus) names.push_back(absl::StrCat("nvidia", gpu.minor_number));
   for (const std::string& name : names) {
     struct stat source {};
@@ -46,9 +58,13 @@ void CreateMissingNodes(const std::string& prefix, const std::string& module,
     if (stat((module + name).c_str(), &source) != 0 || !S_ISCHR(source.st_mode)) continue;
     struct stat existing {};
     if (lstat(target.c_str(), &existing) == 0) continue;
-    if (mknod(target.c_str(), S_IFCHR | 0666, source.st_rdev) != 0) continue;
-    chmod(target.c_str(), 0666);
-    const int fd = open(target.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY);
+    // The GPUs' nodes are 0666; the capabilities keep the module's modes (config is root's).
+    const bool capability = absl::StartsWith(name, "nvidia-caps/");
+    const mode_t mode = capability ? (source.st_mode & 0777) : 0666;
+    if (capability) mkdir((prefix + "nvidia-caps").c_str(), 0755);
+    if (mknod(target.c_str(), S_IFCHR | mode, source.st_rdev) != 0) continue;
+    chmod(target.c_str(), mode);
+    const int fd = open(target.c_str(), (capability ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
       unlink(target.c_str());
       continue;
@@ -91,6 +107,8 @@ absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
     nodes.visible.push_back(fd >= 0);
     if (fd >= 0) nodes.fds.push_back(fd);
   }
+  nodes.mig_config = Readable(prefix + "nvidia-caps/nvidia-cap1", need_device);
+  nodes.mig_monitor = Readable(prefix + "nvidia-caps/nvidia-cap2", need_device);
   return nodes;
 }
 

@@ -21,6 +21,12 @@ namespace gpuop::fakenvml {
 struct OpenedNodes {
   std::vector<int> fds;       // nvidiactl first, then the visible GPUs' nodes
   std::vector<bool> visible;  // one per GPU, scenario order
+  // Whether <dir>/nvidia-caps/nvidia-cap1 (MIG config) and -cap2 (MIG monitor) open for reading:
+  // the MIG capabilities (Machine::MigAccess). The driver creates them 0400 and 0444; a
+  // container reaches them only when its runtime gives it the nodes (NVIDIA's
+  // NVIDIA_MIG_CONFIG_DEVICES / NVIDIA_MIG_MONITOR_DEVICES, or a privileged container).
+  bool mig_config = false;
+  bool mig_monitor = false;
 };
 
 // FailedPrecondition (NVML_ERROR_DRIVER_NOT_LOADED) when <dir>/nvidiactl is missing or is not a
@@ -32,7 +38,8 @@ struct OpenedNodes {
 // `module_dir` that <dir> lacks: each is created with the module's device number and mode 0666,
 // as the real user-space driver creates device files when run as root, and removed again when it
 // cannot be opened (a container's device cgroup forbids it), so nothing is left that the process
-// could not use. Non-root processes get nothing created.
+// could not use; the MIG capability nodes are created with the module's modes. Non-root
+// processes get nothing created.
 absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
                                             const std::vector<GpuSpec>& gpus,
                                             const std::string& module_dir = "");

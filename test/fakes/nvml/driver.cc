@@ -110,18 +110,21 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
   }
   std::string origin;
   GPUOP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(&origin));
+  Machine::MigAccess mig_access;  // a root process on the host: both
   if (!scenario.device_nodes.empty()) {
     GPUOP_ASSIGN_OR_RETURN(OpenedNodes nodes,
                            OpenDeviceNodes(scenario.device_nodes, scenario.gpus,
                                            ModuleDir(scenario.module_device_nodes)));
     device_fds_ = std::move(nodes.fds);
     scenario = VisibleSubset(scenario, nodes.visible);
+    mig_access = {.monitor = nodes.mig_monitor, .config = nodes.mig_config};
   }
   absl::StatusOr<std::unique_ptr<Machine>> machine = Machine::Create(std::move(scenario));
   if (!machine.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("scenario ", origin, ": ", machine.status().message()));
   }
+  (*machine)->set_mig_access(mig_access);
   std::string control = Env("GPUOP_FAKE_NVML_CONTROL");
   // A library carrying its node's scenario (the simulated driver's) follows that node's control
   // file beside it, so that one line reaches every process on the node, as a hardware event

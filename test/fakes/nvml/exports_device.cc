@@ -13,6 +13,19 @@ using gpuop::fakenvml::MemoryUse;
 using gpuop::fakenvml::WithDevice;
 using gpuop::fakenvml::WithGpu;
 
+namespace {
+
+// nvml.h (memory and running processes): "In MIG mode, if device handle is provided, the API
+// returns aggregate information, only if the caller has appropriate privileges." Without the
+// MIG monitor capability a MIG-enabled GPU's whole-GPU answer is refused; its MIG devices'
+// handles still answer for their own instances.
+nvmlReturn_t ParentAggregate(const Machine& machine, const DeviceRef& ref) {
+  if (ref.is_mig() || !ref.gpu->mig_enabled) return NVML_SUCCESS;
+  return machine.NeedMigMonitor();
+}
+
+}  // namespace
+
 extern "C" {
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
@@ -107,6 +120,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
   // The v1 struct counts driver-reserved memory as used.
   return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = ParentAggregate(machine, ref); denied != NVML_SUCCESS) {
+      return denied;
+    }
     const MemoryUse use = machine.Memory(ref);
     memory->total = use.total;
     memory->used = use.reserved + use.used;
@@ -118,6 +134,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
   return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = ParentAggregate(machine, ref); denied != NVML_SUCCESS) {
+      return denied;
+    }
     // What the real library answers to a version that is not NVML_STRUCT_VERSION(Memory, 2).
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_FUNCTION_NOT_FOUND;
     const MemoryUse use = machine.Memory(ref);
@@ -133,6 +152,9 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
                                                      nvmlProcessInfo_t* infos) {
   return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = ParentAggregate(machine, ref); denied != NVML_SUCCESS) {
+      return denied;
+    }
     const std::vector<nvmlProcessInfo_t> processes = machine.Processes(ref);
     const auto needed = static_cast<unsigned int>(processes.size());
     if (*count < needed) {

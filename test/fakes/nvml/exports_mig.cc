@@ -133,8 +133,9 @@ nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
                                   nvmlReturn_t* activation) {
   // The change applies at once (no GPU reset to wait for). Disabling with GPU instances left is
   // refused, as nvidia-smi refuses it.
-  return WithMigGpu(device, true, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+  return WithMigGpu(device, true, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     if (activation == nullptr || mode > NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     if (mode == NVML_DEVICE_MIG_DISABLE && !gpu.gpu_instances.empty()) return NVML_ERROR_IN_USE;
     gpu.mig_enabled = mode == NVML_DEVICE_MIG_ENABLE;
     *activation = NVML_SUCCESS;
@@ -258,6 +259,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profi
   return WithMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     const GiProfile* profile = FindGiProfileById(gpu, profile_id);
     if (instance == nullptr || profile == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     return CreateGpuInstance(gpu, *profile, std::nullopt, machine.handles(), instance);
   });
 }
@@ -271,12 +273,14 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsig
         placement->size != profile->placement_size) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
+    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     return CreateGpuInstance(gpu, *profile, placement->start, machine.handles(), instance);
   });
 }
 
 nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t instance) {
   return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) {
+    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     return DestroyGpuInstance(live, machine.handles());
   });
 }
@@ -284,11 +288,12 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t instance) {
 nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile_id,
                                        nvmlGpuInstance_t* instances, unsigned int* count) {
   // `instances` must hold the profile's instance count; `count` is only written.
-  return WithMigGpu(device, false, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+  return WithMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     const GiProfile* profile = FindGiProfileById(gpu, profile_id);
     if (instances == nullptr || count == nullptr || profile == nullptr) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
     unsigned int found = 0;
     for (const auto& instance : gpu.gpu_instances) {
       if (instance->profile == profile) instances[found++] = instance.get();
@@ -300,8 +305,9 @@ nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile
 
 nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
                                           nvmlGpuInstance_t* instance) {
-  return WithMigGpu(device, false, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+  return WithMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     if (instance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
     for (const auto& live : gpu.gpu_instances) {
       if (live->id != id) continue;
       *instance = live.get();
@@ -312,8 +318,9 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
 }
 
 nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t instance, nvmlGpuInstanceInfo_t* info) {
-  return WithGpuInstance(instance, [&](Machine&, nvmlGpuInstance_st& live) -> nvmlReturn_t {
+  return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) -> nvmlReturn_t {
     if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
     *info = nvmlGpuInstanceInfo_t{
         &live.gpu->handle, live.id, live.profile->id, {live.start, live.profile->placement_size}};
     return NVML_SUCCESS;
@@ -353,9 +360,10 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
 nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t instance,
                                                                 unsigned int profile_id,
                                                                 unsigned int* count) {
-  return WithGpuInstance(instance, [&](Machine&, nvmlGpuInstance_st& live) -> nvmlReturn_t {
+  return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) -> nvmlReturn_t {
     const std::optional<unsigned int> slices = OfferedSlices(live, profile_id);
     if (count == nullptr || !slices) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
     *count = CiRemainingCapacity(live, *slices);
     return NVML_SUCCESS;
   });
@@ -367,6 +375,7 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t instance,
   return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) -> nvmlReturn_t {
     const std::optional<unsigned int> slices = OfferedSlices(live, profile_id);
     if (compute == nullptr || !slices) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     return CreateComputeInstance(live, *slices, machine.handles(), compute);
   });
 }
@@ -378,6 +387,7 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t compute) {
         result != NVML_SUCCESS) {
       return result;
     }
+    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     return DestroyComputeInstance(*live, machine.handles());
   });
 }
@@ -385,9 +395,10 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t compute) {
 nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t instance, unsigned int profile_id,
                                                 nvmlComputeInstance_t* computes,
                                                 unsigned int* count) {
-  return WithGpuInstance(instance, [&](Machine&, nvmlGpuInstance_st& live) -> nvmlReturn_t {
+  return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) -> nvmlReturn_t {
     const std::optional<unsigned int> slices = OfferedSlices(live, profile_id);
     if (computes == nullptr || count == nullptr || !slices) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
     unsigned int found = 0;
     for (const auto& compute : live.computes) {
       if (compute->slices == *slices) computes[found++] = compute.get();
@@ -428,6 +439,7 @@ nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t compute,
       return result;
     }
     if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
     nvmlGpuInstance_st& instance = *live->gpu_instance;
     *info = nvmlComputeInstanceInfo_t{&instance.gpu->handle,
                                       &instance,

@@ -1,6 +1,7 @@
 // Device visibility (a scenario's device_nodes): the GPUs a process sees are those whose device
 // nodes it can open, renumbered densely; the library holds the nodes while initialised.
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -102,6 +103,69 @@ TEST_F(FakeNvmlVisibility, SeesOnlyTheGpusWhoseNodesOpenRenumberedInOrder) {
   }
   nvmlDevice_t device = nullptr;
   EXPECT_EQ(nvml.nvmlDeviceGetHandleByIndex_v2(2, &device), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+// The MIG capabilities are device nodes too (/dev/nvidia-caps/nvidia-cap1 config, -cap2
+// monitor): a process that cannot open them, as a container without NVIDIA_MIG_MONITOR_DEVICES,
+// gets NO_PERMISSION for GPU and compute instances and for a MIG-enabled GPU's aggregate memory
+// and processes (nvml.h), and cannot change MIG; its MIG devices still answer for themselves.
+class FakeNvmlMigCapabilities : public FakeNvmlVisibility {
+ protected:
+  void StartA100() {
+    Node("nvidiactl");
+    for (int minor = 0; minor < 8; ++minor) Node("nvidia" + std::to_string(minor));
+    ASSERT_EQ(Start(Scenario("a100-8x-mig")), NVML_SUCCESS);
+  }
+  void Capability(const char* name) {
+    ASSERT_EQ(mkdir((nodes_ + "/nvidia-caps").c_str(), 0755) == 0 || errno == EEXIST, true);
+    Node(std::string("nvidia-caps/") + name, 0444);
+  }
+  nvmlReturn_t GpuInstance(unsigned int gpu, unsigned int id) {
+    nvmlGpuInstance_t instance = nullptr;
+    return nvml.nvmlDeviceGetGpuInstanceById(Gpu(gpu), id, &instance);
+  }
+  nvmlReturn_t CreateOn3() {
+    nvmlGpuInstance_t instance = nullptr;
+    return nvml.nvmlDeviceCreateGpuInstance(Gpu(3), /*1g.5gb*/ 19, &instance);
+  }
+};
+
+TEST_F(FakeNvmlMigCapabilities, WithoutTheMonitorCapabilityInstancesAreNotShown) {
+  StartA100();
+  EXPECT_EQ(GpuInstance(1, 1), NVML_ERROR_NO_PERMISSION);
+  nvmlGpuInstance_t instances[2] = {};
+  unsigned int count = 0;
+  EXPECT_EQ(nvml.nvmlDeviceGetGpuInstances(Gpu(1), /*3g.20gb*/ 9, instances, &count),
+            NVML_ERROR_NO_PERMISSION);
+  nvmlMemory_t memory{};
+  EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo(Gpu(1), &memory), NVML_ERROR_NO_PERMISSION)
+      << "a MIG-enabled GPU's aggregate";
+  unsigned int processes = 0;
+  EXPECT_EQ(nvml.nvmlDeviceGetComputeRunningProcesses_v3(Gpu(1), &processes, nullptr),
+            NVML_ERROR_NO_PERMISSION);
+  EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo(Gpu(4), &memory), NVML_SUCCESS) << "MIG off";
+  nvmlDevice_t mig = nullptr;
+  ASSERT_EQ(nvml.nvmlDeviceGetMigDeviceHandleByIndex(Gpu(1), 0, &mig), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo(mig, &memory), NVML_SUCCESS) << "the instance's own";
+  EXPECT_EQ(memory.total, 19968ull << 20);
+  EXPECT_EQ(CreateOn3(), NVML_ERROR_NO_PERMISSION);
+  nvmlReturn_t activation = NVML_SUCCESS;
+  EXPECT_EQ(nvml.nvmlDeviceSetMigMode(Gpu(4), NVML_DEVICE_MIG_ENABLE, &activation),
+            NVML_ERROR_NO_PERMISSION);
+}
+
+TEST_F(FakeNvmlMigCapabilities, MonitorShowsInstancesAndConfigChangesThem) {
+  Capability("nvidia-cap2");
+  StartA100();
+  EXPECT_EQ(GpuInstance(1, 1), NVML_SUCCESS);
+  nvmlMemory_t memory{};
+  EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo(Gpu(1), &memory), NVML_SUCCESS);
+  EXPECT_EQ(CreateOn3(), NVML_ERROR_NO_PERMISSION) << "monitoring is not configuring";
+  ASSERT_EQ(nvml.nvmlShutdown(), NVML_SUCCESS);
+
+  Capability("nvidia-cap1");
+  ASSERT_EQ(Start(Scenario("a100-8x-mig")), NVML_SUCCESS);
+  EXPECT_EQ(CreateOn3(), NVML_SUCCESS);
 }
 
 TEST_F(FakeNvmlVisibility, HoldsTheNodesUntilTheLastShutdown) {

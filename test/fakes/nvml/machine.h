@@ -47,6 +47,24 @@ class Machine {
   HandleRegistry& handles() { return handles_; }
   EventHub& events() { return events_; }
 
+  // The MIG capabilities this process holds (the driver's /proc/driver/nvidia/capabilities/mig/
+  // monitor and .../config, reached through /dev/nvidia-caps/nvidia-cap2 and -cap1): monitor
+  // lets it see GPU and compute instances and a MIG-enabled GPU's aggregate memory and
+  // processes, config lets it change MIG mode and instances (and implies monitor). A process
+  // without device_nodes is a root process on the host: it holds both.
+  struct MigAccess {
+    bool monitor = true;
+    bool config = true;
+  };
+  void set_mig_access(MigAccess access) { mig_access_ = access; }
+  // NO_PERMISSION unless the process holds the capability.
+  nvmlReturn_t NeedMigMonitor() const {
+    return mig_access_.monitor || mig_access_.config ? NVML_SUCCESS : NVML_ERROR_NO_PERMISSION;
+  }
+  nvmlReturn_t NeedMigConfig() const {
+    return mig_access_.config ? NVML_SUCCESS : NVML_ERROR_NO_PERMISSION;
+  }
+
   // INVALID_ARGUMENT for a handle this machine did not hand out or has destroyed since;
   // GPU_IS_LOST when its GPU fell off the bus.
   nvmlReturn_t Resolve(nvmlDevice_t handle, DeviceRef* out) const;
@@ -95,6 +113,7 @@ class Machine {
   EventHub events_;
   size_t next_timed_ = 0;
   int64_t integrated_ms_ = 0;
+  MigAccess mig_access_;
 };
 
 }  // namespace gpuop::fakenvml
