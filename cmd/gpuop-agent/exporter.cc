@@ -18,6 +18,7 @@ void AddExporterCommand(CLI::App& app) {
     int interval_seconds = 10;
     std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
     std::string node_name;
+    bool virtual_gpus = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -33,6 +34,10 @@ void AddExporterCommand(CLI::App& app) {
                   "The kubelet's PodResources socket, for pod labels (empty: none)")
       ->capture_default_str();
   AddNodeNameFlag(*sub, flags->node_name, "the Hostname label");
+  sub->add_flag("--kubernetes-virtual-gpus", flags->virtual_gpus,
+                "A GPU shared by several pods (time-slicing, MPS) gets one series per pod, as "
+                "dcgm-exporter's flag of that name; by default one per GPU, with one pod's labels")
+      ->envname("KUBERNETES_VIRTUAL_GPUS");
   sub->callback([flags] {
     common::BlockTerminationSignals();
     // Its own NVML handles: hardware events are consumed by whoever waits for them.
@@ -43,6 +48,7 @@ void AddExporterCommand(CLI::App& app) {
                                         .interval = absl::Seconds(flags->interval_seconds),
                                         .pod_resources_socket = flags->pod_resources_socket,
                                         .node_name = flags->node_name,
+                                        .series_per_holder = flags->virtual_gpus,
                                         .accelerators = raw});
     if (absl::Status started = exporter.Start(); !started.ok()) {
       std::fprintf(stderr, "exporter: %s\n", started.ToString().c_str());

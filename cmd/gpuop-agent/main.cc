@@ -1,5 +1,7 @@
 // gpuop-agent: the per-node agent. One binary, one subcommand per node component; the operator
 // runs each component as its own DaemonSet.
+#include <cstdlib>
+
 #include "cmd/gpuop-agent/commands.h"
 #include "common/cli.h"
 
@@ -26,5 +28,9 @@ int main(int argc, char** argv) {
   using gpuop::common::AddPlannedSubcommand;
   AddPlannedSubcommand(app, "dra-plugin",
                        "Serve the kubelet DRA plugin API and publish ResourceSlices");
+  // GPUOP_AGENT_CHECK_ARGS=1: parse the command line as usual (unknown flags, bad values and
+  // missing options fail with the usual message) and exit 0 instead of running the component.
+  // The operator's tests run every command it renders through it.
+  if (std::getenv("GPUOP_AGENT_CHECK_ARGS") != nullptr) gpuop::common::OnlyCheckArguments(app);
   return gpuop::common::RunCli(app, argc, argv);
 }

@@ -28,6 +28,13 @@ CLI::App* AddPlannedSubcommand(CLI::App& app, const std::string& name,
   return sub;
 }
 
+void OnlyCheckArguments(CLI::App& app) {
+  // The top-level app's parse-complete callback runs once the command line passed every check
+  // and before any subcommand's callback; CLI::Success ends RunCli with exit code 0. (Replacing
+  // the subcommands' callbacks instead would free the flags their options write to.)
+  app.parse_complete_callback([] { throw CLI::Success(); });
+}
+
 int RunCli(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);

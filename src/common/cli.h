@@ -23,6 +23,10 @@ CLI::App* AddPlannedSubcommand(CLI::App& app, const std::string& name,
 // Parses argv and runs the selected subcommand. Returns the process exit code.
 int RunCli(CLI::App& app, int argc, char** argv);
 
+// Makes RunCli only check a command line and exit 0 without running the selected subcommand:
+// what a deployment passes is refused exactly as it would be at start.
+void OnlyCheckArguments(CLI::App& app);
+
 }  // namespace gpuop::common
 
 #endif  // GPUOP_COMMON_CLI_H_

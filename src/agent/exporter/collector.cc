@@ -194,6 +194,7 @@ void Collector::AccountEnergy() {
 
 std::string Collector::Render(absl::Time now) {
   ExpositionInput input{.node_name = options_.node_name,
+                        .series_per_holder = options_.series_per_holder,
                         .pod_energy = options_.pods != nullptr ? &pod_energy_ : nullptr};
   {
     absl::MutexLock lock(&mu_);

@@ -33,6 +33,8 @@ struct CollectorOptions {
   // Longest wait for the kubelet in one cycle.
   absl::Duration pod_resources_timeout = absl::Seconds(2);
   std::string node_name;  // the Hostname label
+  // A shared GPU's series once per holding container (ExpositionInput::series_per_holder).
+  bool series_per_holder = false;
   // The inventory (identity, MIG layout) is cached and taken again this often, and at once when
   // a sample's GPU count changes or pods hold devices the inventory does not know (at most once
   // per `unknown_device_rediscover_gap`).

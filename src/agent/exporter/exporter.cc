@@ -21,6 +21,7 @@ Exporter::Exporter(ExporterOptions options) : options_(std::move(options)) {
       .pods = pods,
       .pod_resources_timeout = options_.pod_resources_timeout,
       .node_name = options_.node_name,
+      .series_per_holder = options_.series_per_holder,
       .clock = options_.clock,
   });
 }

@@ -27,6 +27,8 @@ struct ExporterOptions {
   absl::Duration pod_resources_timeout = absl::Seconds(2);
   // The Hostname label: the Kubernetes node name.
   std::string node_name;
+  // See CollectorOptions::series_per_holder.
+  bool series_per_holder = false;
   // Borrowed; see CollectorOptions::accelerators.
   std::vector<hw::Accelerator*> accelerators;
   const common::Clock* clock = &common::Clock::Real();

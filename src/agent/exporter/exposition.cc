@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "hw/nvml/xid_names.h"
 
 namespace gpuop::agent::exporter {
 namespace {
@@ -99,13 +100,18 @@ void AppendLabel(std::string& out, absl::string_view name, absl::string_view val
   out += '"';
 }
 
-// One label set per holder ("base,container=…,namespace=…,pod=…"), or just `base`.
+// The label sets of a series: `base` with the pod labels ("base,container=…,namespace=…,pod=…")
+// of each holder when `per_holder`, else of the first holder (holder lists are sorted); just
+// `base` when nobody holds it.
 std::vector<std::string> WithHolders(const std::string& base,
-                                     const std::vector<podresources::Holder>* holders) {
+                                     const std::vector<podresources::Holder>* holders,
+                                     bool per_holder) {
   if (holders == nullptr || holders->empty()) return {base};
   std::vector<std::string> sets;
-  sets.reserve(holders->size());
-  for (const podresources::Holder& holder : *holders) {
+  const size_t count = per_holder ? holders->size() : 1;
+  sets.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    const podresources::Holder& holder = (*holders)[i];
     std::string labels = base;
     AppendLabel(labels, "container", holder.container);
     AppendLabel(labels, "namespace", holder.pod_namespace);
@@ -115,7 +121,8 @@ std::vector<std::string> WithHolders(const std::string& base,
   return sets;
 }
 
-GpuSeries Describe(const ExpositionInput::Gpu& view, const std::string& node_name) {
+GpuSeries Describe(const ExpositionInput::Gpu& view, const std::string& node_name,
+                   bool per_holder) {
   const hw::Gpu& gpu = *view.gpu;
   std::string identity;
   AppendLabel(identity, "gpu", absl::StrCat(gpu.index));
@@ -129,8 +136,9 @@ GpuSeries Describe(const ExpositionInput::Gpu& view, const std::string& node_nam
               view.driver_version != nullptr ? *view.driver_version : "");
 
   GpuSeries series;
-  series.gpu_level = WithHolders(absl::StrCat(identity, ",", node),
-                                 view.holders != nullptr ? &view.holders->gpu : nullptr);
+  series.gpu_level =
+      WithHolders(absl::StrCat(identity, ",", node),
+                  view.holders != nullptr ? &view.holders->gpu : nullptr, per_holder);
   if (!gpu.mig_enabled) return series;
   std::map<unsigned int, const hw::MigDevice*> instances;
   for (const hw::MigDevice& mig : gpu.mig_devices) instances.emplace(mig.gpu_instance_id, &mig);
@@ -145,8 +153,9 @@ GpuSeries Describe(const ExpositionInput::Gpu& view, const std::string& node_nam
         holders = &it->second;
       }
     }
-    series.instances.push_back(
-        {.id = id, .memory_bytes = mig->memory_bytes, .labels = WithHolders(labels, holders)});
+    series.instances.push_back({.id = id,
+                                .memory_bytes = mig->memory_bytes,
+                                .labels = WithHolders(labels, holders, per_holder)});
   }
   return series;
 }
@@ -181,7 +190,7 @@ void RenderDcgmFields(const ExpositionInput& input, std::string& out) {
   std::vector<GpuSeries> series;
   series.reserve(input.gpus.size());
   for (const ExpositionInput::Gpu& gpu : input.gpus) {
-    series.push_back(Describe(gpu, input.node_name));
+    series.push_back(Describe(gpu, input.node_name, input.series_per_holder));
   }
   for (const Field& field : kFields) {
     FamilyWriter family(out, field.name, field.help, field.type);
@@ -195,7 +204,18 @@ void RenderDcgmFields(const ExpositionInput& input, std::string& out) {
         value = field.value(*gpu.sample);
       }
       if (value.has_value()) {
-        for (const std::string& labels : series[i].gpu_level) family.Sample(labels, *value);
+        for (const std::string& labels : series[i].gpu_level) {
+          if (field.value != nullptr) {
+            family.Sample(labels, *value);
+            continue;
+          }
+          std::string xid = labels;
+          AppendLabel(xid, "err_code", absl::StrCat(*gpu.last_xid));
+          if (absl::string_view name = hw::XidName(*gpu.last_xid); !name.empty()) {
+            AppendLabel(xid, "err_msg", name);
+          }
+          family.Sample(xid, *value);
+        }
       }
       if (field.per_instance == PerInstance::kNone || !telemetry) continue;
       for (const GpuSeries::Instance& instance : series[i].instances) {

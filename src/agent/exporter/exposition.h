@@ -42,6 +42,9 @@ struct ExpositionInput {
   };
 
   std::string node_name;  // the Hostname label; omitted when empty, as dcgm-exporter does
+  // One series per holding container of a shared GPU instead of one per GPU (dcgm-exporter's
+  // --kubernetes-virtual-gpus). Off by default: sums over pods then count each GPU once.
+  bool series_per_holder = false;
   std::vector<Gpu> gpus;
   // Energy charged to each container since the exporter started (joules).
   const std::map<podresources::Holder, double>* pod_energy = nullptr;
@@ -54,14 +57,19 @@ struct ExpositionInput {
 //      gpu, UUID, pci_bus_id ("00000000:17:00.0"), device ("nvidia0"; "amd0" for AMD),
 //      modelName, [GPU_I_PROFILE, GPU_I_ID], Hostname, DCGM_FI_DRIVER_VERSION,
 //      [container, namespace, pod].
-//    GPU-level series describe the whole GPU. When pods hold the GPU (whole, or time-sliced
-//    replicas) each GPU-level series is repeated once per holding container with its pod
-//    labels, as dcgm-exporter does for shared GPUs; otherwise it has no pod labels.
+//    GPU-level series describe the whole GPU: one series per GPU, with the pod labels of the
+//    container holding it (of the first, in namespace/pod/container order, when time-slicing
+//    or MPS shares it among several: dcgm-exporter keeps one holder too), none when nobody
+//    holds it. With `series_per_holder` the series is repeated once per holding container
+//    instead (dcgm-exporter's --kubernetes-virtual-gpus), so that each pod finds its own.
+//    DCGM_FI_DEV_XID_ERRORS carries err_code (the XID) and, for an XID the catalogue names,
+//    err_msg (hw::XidName), as dcgm-exporter labels it.
 //    A GPU with MIG enabled keeps its GPU-level series without pod labels (pods hold its MIG
 //    devices, not the GPU) and adds, per GPU instance that has MIG devices, DCGM_FI_DEV_FB_USED
 //    and DCGM_FI_DEV_FB_FREE with GPU_I_PROFILE and GPU_I_ID (the parent GPU's gpu, UUID and
 //    device, as dcgm-exporter labels MIG entities), repeated per holding container of that
-//    instance. NVML reports no other field per instance. An instance's FB used is the memory of
+//    instance (once per container with `series_per_holder`, else with the first holder's pod
+//    labels). NVML reports no other field per instance. An instance's FB used is the memory of
 //    the processes running in it; FB free is its size minus that.
 //    A series whose value the GPU does not report (NOT_SUPPORTED) is left out; a lost GPU keeps
 //    only DCGM_FI_DEV_XID_ERRORS.

@@ -84,8 +84,9 @@ TEST_F(ExporterExpositionTest, LabelsComeInDcgmExporterOrderAndAreEscaped) {
                 "device=\"nvidia0\",modelName=\"Test \\\"GPU\\\" \\\\ 80GB\",Hostname=\"node-1\","
                 "DCGM_FI_DRIVER_VERSION=\"570.86.15\",container=\"main\",namespace=\"ml\","
                 "pod=\"train-a\"} 61\n"));
-  // A GPU shared by two pods: one series per pod.
-  EXPECT_THAT(text, HasSubstr("pod=\"train-b\"} 61\n"));
+  // A GPU shared by two pods: one series, with the first holder's labels (dcgm-exporter keeps
+  // one holder too), so that a sum over pods counts the GPU once.
+  EXPECT_THAT(text, Not(HasSubstr("pod=\"train-b\"} 61")));
   EXPECT_THAT(text, HasSubstr("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DRIVER_VERSION=\"570.86.15\",container=\"main\","
                               "namespace=\"ml\",pod=\"train-a\"} 123456789\n"));
@@ -105,8 +106,8 @@ TEST_F(ExporterExpositionTest, MigInstancesGetTheirOwnMemorySeries) {
   const std::string gi1 = gpu1 + ",GPU_I_PROFILE=\"3g.20gb\",GPU_I_ID=\"1\"," + node;
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_USED{" + gi1 +
                               ",container=\"server\",namespace=\"ml\",pod=\"infer\"} 2512\n"));
-  EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_USED{" + gi1 +
-                              ",container=\"c\",namespace=\"ml\",pod=\"infer-2\"} 2512\n"));
+  EXPECT_THAT(text, Not(HasSubstr("pod=\"infer-2\"")))
+      << "one series per instance, with its first holder";
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DEV_FB_FREE{" + gi1 +
                               ",container=\"server\",namespace=\"ml\",pod=\"infer\"} 17456\n"));
   // Instance 13, nobody holds it.
@@ -126,10 +127,31 @@ TEST_F(ExporterExpositionTest, LostOrUnsampledGpusKeepOnlyTheirXid) {
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_GPU_TEMP")));
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_FB_USED")));
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DRIVER_VERSION=\"570.86.15\",container=\"main\","
-                              "namespace=\"ml\",pod=\"train-a\"} 79\n"));
+                              "namespace=\"ml\",pod=\"train-a\",err_code=\"79\","
+                              "err_msg=\"GPU has fallen off the bus\"} 79\n"));
   EXPECT_THAT(text, HasSubstr("modelName=\"NVIDIA A100-SXM4-40GB\","
-                              "DCGM_FI_DRIVER_VERSION=\"570.86.15\"} 0\n"));
+                              "DCGM_FI_DRIVER_VERSION=\"570.86.15\",err_code=\"0\"} 0\n"))
+      << "no XID yet: err_code 0 and no err_msg, as dcgm-exporter labels it";
   EXPECT_THAT(text, Not(HasSubstr("Hostname")));
+}
+
+// dcgm-exporter's --kubernetes-virtual-gpus: a shared GPU's (and MIG instance's) series once per
+// holding container, so that each pod finds its own.
+TEST_F(ExporterExpositionTest, SeriesPerHolderRepeatsASharedGpusSeriesPerPod) {
+  ExpositionInput input = Input();
+  input.series_per_holder = true;
+  const std::string text = Render(input);
+  EXPECT_THAT(text, HasSubstr("pod=\"train-a\"} 61\n"));
+  EXPECT_THAT(text, HasSubstr("pod=\"train-b\"} 61\n"));
+  EXPECT_THAT(text, HasSubstr(",container=\"c\",namespace=\"ml\",pod=\"infer-2\"} 2512\n"));
+}
+
+// An XID the catalogue does not name gets err_code alone.
+TEST_F(ExporterExpositionTest, AnUnnamedXidHasNoErrMsg) {
+  ExpositionInput input = Input();
+  input.gpus[1].last_xid = 157;
+  const std::string text = Render(input);
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_DRIVER_VERSION=\"570.86.15\",err_code=\"157\"} 157\n"));
 }
 
 TEST_F(ExporterExpositionTest, EnergyAndSelfMetrics) {

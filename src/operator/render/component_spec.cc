@@ -142,13 +142,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
     case Component::kExporter:
       s.command = Agent({"exporter", kHostRootFlag, absl::StrCat("--listen=:", c.exporter_port),
                          "--interval=" + Seconds(c.exporter_interval),
-                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock",
-                         "--limit-record=/var/lib/gpuop/power-limits.json"});
-      // The record of the limits it lowered lives on the node, so that a restarted agent and
-      // the uninstall's undo give back exactly what was found.
-      s.mounts = {kPodResources,
-                  kHostRoot,
-                  {"gpuop-state", "/var/lib/gpuop", "/var/lib/gpuop", false, "DirectoryOrCreate"}};
+                         "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
+      s.mounts = {kPodResources, kHostRoot};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's dcgm-exporter is privileged)
       s.waits_for_driver = c.validator;
       s.ports = {{{"name", "metrics"}, {"containerPort", c.exporter_port}, {"protocol", "TCP"}}};
