@@ -531,13 +531,12 @@ TEST_F(DevicePluginAgentTest, ReregistersAfterAKubeletRestart) {
   EXPECT_TRUE(kubelet_->WaitForHealthyDevices("nvidia.com/gpu", 8, kWait).ok());
   EXPECT_TRUE(std::filesystem::exists(plugin_dir_ / "gpuop-nvidia.com-gpu.sock"));
   // Allocation works against the new registration.
-  EXPECT_TRUE(kubelet_
-                  ->AllocatePod({.pod_namespace = "a",
-                                 .pod_name = "b",
-                                 .container = "c",
-                                 .resource = "nvidia.com/gpu",
-                                 .count = 1})
-                  .ok());
+  const auto allocated = kubelet_->AllocatePod({.pod_namespace = "a",
+                                                .pod_name = "b",
+                                                .container = "c",
+                                                .resource = "nvidia.com/gpu",
+                                                .count = 1});
+  EXPECT_TRUE(allocated.ok()) << allocated.status();
 }
 
 // The kubelet never reopens a stream it dropped (it does so when another stream of the

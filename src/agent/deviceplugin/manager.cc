@@ -131,8 +131,12 @@ absl::Duration DevicePluginManager::Reconcile() {
     for (auto& [resource, entry] : entries_) {
       ResourceServer& server = *entry.server;
       const int64_t ended = server.streams_ended_by_kubelet();
-      const bool kubelet_ended = ended != entry.seen_stream_ends;
+      int64_t new_ends = ended - entry.seen_stream_ends;
       entry.seen_stream_ends = ended;
+      const int64_t stale = std::min(new_ends, entry.stale_streams);
+      entry.stale_streams -= stale;
+      new_ends -= stale;
+      const bool kubelet_ended = new_ends > 0;
       // The kubelet deleted our socket (a restart does; so may a person on a live kubelet) or
       // ended a stream. Serve anew when the socket is gone or other streams are still open, so
       // that every old stream ends now, and give the same kubelet reregister_delay to see the
@@ -202,6 +206,7 @@ void DevicePluginManager::Run(std::stop_token stop) {
       for (auto& [resource, entry] : entries_) {
         entry.registered = false;
         entry.not_before = absl::InfinitePast();
+        entry.stale_streams = entry.server->open_streams();
       }
     }
   }

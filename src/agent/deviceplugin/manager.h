@@ -74,6 +74,10 @@ class DevicePluginManager {
     int64_t seen_stream_ends = 0;  // the server's streams_ended_by_kubelet() when last looked
     absl::Time not_before = absl::InfinitePast();  // no registration before this
     int64_t kubelet_generation = -1;               // of the latest registration
+    // Streams of a kubelet that has restarted since, still open when the restart was seen: the
+    // server notices their end only later (it polls for cancellation), and those ends must not
+    // be taken for the new kubelet ending the stream of the new registration.
+    int64_t stale_streams = 0;
   };
 
   void Run(std::stop_token stop);
