@@ -336,6 +336,7 @@ absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   GPUOP_RETURN_IF_ERROR(exporter.Int("port", port, 1, 65535));
   c.exporter_port = static_cast<int>(port);
   GPUOP_RETURN_IF_ERROR(exporter.Duration("interval", c.exporter_interval));
+  GPUOP_RETURN_IF_ERROR(exporter.Bool("kubernetesVirtualGpus", c.exporter_virtual_gpus));
   const Reader monitor = exporter.Child("serviceMonitor");
   GPUOP_RETURN_IF_ERROR(monitor.Bool("enabled", c.exporter_service_monitor));
   if (!monitor.Get("interval").is_null()) {

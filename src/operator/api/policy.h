@@ -123,6 +123,9 @@ struct ComponentsSpec {
   bool exporter = true;
   int exporter_port = 9400;
   absl::Duration exporter_interval = absl::Seconds(15);
+  // exporter.kubernetesVirtualGpus: a shared GPU's series once per pod (the agent's
+  // --kubernetes-virtual-gpus, after dcgm-exporter's flag).
+  bool exporter_virtual_gpus = false;
   // A Prometheus Operator ServiceMonitor for the exporter's Service (exporter.serviceMonitor).
   bool exporter_service_monitor = false;
   // Its scrape interval; nullopt: the exporter's sampling interval.

@@ -43,7 +43,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
     "driver": {"enabled": false},
     "nodeSelector": {"team": "ml"},
     "components": {"discovery": {"enabled": false},
-                   "exporter": {"port": 9500, "interval": "30s",
+                   "exporter": {"port": 9500, "interval": "30s", "kubernetesVirtualGpus": true,
                                 "serviceMonitor": {"enabled": true, "interval": "1m",
                                                    "additionalLabels": {"release": "prom"}}},
                    "health": {"ignoredXids": [13], "xidActions": {"109": "RestartApp"}},
@@ -58,6 +58,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
   EXPECT_EQ(s.node_selector.at("team"), "ml");
   EXPECT_EQ(s.components.exporter_port, 9500);
   EXPECT_EQ(s.components.exporter_interval, absl::Seconds(30));
+  EXPECT_TRUE(s.components.exporter_virtual_gpus);
   EXPECT_TRUE(s.components.exporter_service_monitor);
   EXPECT_EQ(s.components.exporter_scrape_interval, absl::Minutes(1));
   EXPECT_EQ(s.components.exporter_service_monitor_labels,

@@ -143,6 +143,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.command = Agent({"exporter", kHostRootFlag, absl::StrCat("--listen=:", c.exporter_port),
                          "--interval=" + Seconds(c.exporter_interval),
                          "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
+      if (c.exporter_virtual_gpus) s.command.push_back("--kubernetes-virtual-gpus");
       s.mounts = {kPodResources, kHostRoot};
       s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's dcgm-exporter is privileged)
       s.waits_for_driver = c.validator;

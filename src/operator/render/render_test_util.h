@@ -42,6 +42,7 @@ inline std::vector<Scenario> Scenarios() {
   everything.image_pull_secrets = {"registry"};
   everything.node_selector = {{"team", "ml"}};
   everything.components.exporter_service_monitor = true;
+  everything.components.exporter_virtual_gpus = true;
   everything.components.exporter_scrape_interval = absl::Seconds(90);
   everything.components.exporter_service_monitor_labels = {{"release", "prometheus"}};
   everything.driver.os_tag = "ubuntu22.04";  // one driver image for every node
