@@ -87,7 +87,8 @@ void XidRemediationStep() {
         }
         return absl::StrCat("allocatable ", count, ", GPUHealthy ", health.value("status", ""),
                             ", GPURecoveryAction ", action.value("reason", ""), ", remediation ",
-                            state, " ", AnnotationOf(*node, "gpuop.io/remediation-step"),
+                            state, " ", AnnotationOf(*node, "gpuop.io/remediation-step"), " (",
+                            AnnotationOf(*node, "gpuop.io/remediation-message"), ")",
                             saw_restart ? ", driver restarted" : "");
       });
   ASSERT_TRUE(remediated.ok()) << remediated << "\nlast GPUHealthy: " << last_health;

@@ -37,6 +37,9 @@ inline constexpr char kMigConfigLabel[] = "nvidia.com/mig.config";
 // Labels on everything the operator renders.
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "gpuop-operator";
+// On everything gpuop runs, the Helm chart's operator Deployment and uninstall Job included.
+inline constexpr char kPartOfLabel[] = "app.kubernetes.io/part-of";
+inline constexpr char kPartOfValue[] = "gpuop";
 inline constexpr char kComponentLabel[] = "app.kubernetes.io/component";
 
 struct RenderInput {

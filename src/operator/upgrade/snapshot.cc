@@ -61,7 +61,8 @@ absl::StatusOr<PodInfo> PodInfoFromJson(const nlohmann::json& object) {
                .phase = pod.phase,
                .terminating = pod.metadata.deletion_timestamp.has_value(),
                .mirror = pod.metadata.annotations.Has(kMirrorAnnotation),
-               .operand = LabelIs(pod.metadata.labels, kManagedByLabel, kManagedByValue)};
+               .operand = LabelIs(pod.metadata.labels, kManagedByLabel, kManagedByValue) ||
+                          LabelIs(pod.metadata.labels, kPartOfLabel, kPartOfValue)};
   if (const kube::OwnerReference* owner = pod.metadata.ControllerRef()) {
     info.controlled = true;
     info.daemon_set = owner->kind == "DaemonSet";

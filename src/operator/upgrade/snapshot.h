@@ -32,9 +32,13 @@ struct PodInfo {
   bool mirror = false;       // a static pod's mirror (kubernetes.io/config.mirror)
   bool daemon_set = false;   // its controller is a DaemonSet
   bool controlled = false;   // it has a controller at all
-  bool operand = false;      // one of gpuop's own (app.kubernetes.io/managed-by=gpuop-operator)
-  bool uses_gpu = false;     // a container limits nvidia.com/* or amd.com/gpu
-  bool empty_dir = false;    // mounts an emptyDir volume (its data goes with the pod)
+  // One of gpuop's own: rendered by the operator (app.kubernetes.io/managed-by=gpuop-operator)
+  // or the chart's operator and uninstall Job (app.kubernetes.io/part-of=gpuop). A drain never
+  // evicts them: the operator's PodDisruptionBudget would block it, and a drained operator could
+  // not finish the drain.
+  bool operand = false;
+  bool uses_gpu = false;   // a container limits nvidia.com/* or amd.com/gpu
+  bool empty_dir = false;  // mounts an emptyDir volume (its data goes with the pod)
 
   // Succeeded or Failed: nothing left to wait for, delete or evict.
   bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }

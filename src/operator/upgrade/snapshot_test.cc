@@ -57,6 +57,12 @@ TEST(PodInfoTest, ReadsWhatDrainAndDeletionNeed) {
   EXPECT_TRUE(info.daemon_set);
   EXPECT_FALSE(info.Finished());
 
+  // The chart's operator pod is gpuop's own too: no drain evicts the operator doing it.
+  nlohmann::json chart = PodObject({{"containers", {{{"name", "operator"}}}}});
+  chart["metadata"]["labels"] = {{"app.kubernetes.io/managed-by", "Helm"},
+                                 {"app.kubernetes.io/part-of", "gpuop"}};
+  EXPECT_TRUE(Info(chart).operand);
+
   const PodInfo bare = Info(PodObject({{"containers", {{{"name", "c"}}}}}));
   EXPECT_FALSE(bare.empty_dir || bare.operand || bare.mirror || bare.terminating ||
                bare.controlled || bare.daemon_set);
