@@ -1,5 +1,7 @@
 // The accelerator layer on the machine's real NVIDIA driver. Every test skips on machines
 // without the driver library or without a loaded driver, so the `gpu` label is safe anywhere.
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 #include "hw/cuda/cuda_validator.h"
@@ -58,6 +60,56 @@ TEST_F(RealGpuTest, EventWaitTimesOutQuietlyOnAHealthyGpu) {
   auto events = nvml_->WaitEvents(absl::Milliseconds(500));
   ASSERT_TRUE(events.ok()) << events.status();
   for (const auto& e : events.value()) ADD_FAILURE() << "unexpected event: xid " << e.xid;
+}
+
+// nvml.h tells the management limit (the one set) from the enforced one; the power manager works
+// from the first. Both are read, the enforced one never above it, and a limit set within the
+// constraints reads back and is given back (needs root, as nvmlDeviceSetPowerManagementLimit).
+TEST_F(RealGpuTest, PowerLimitsReadApartAndALimitSetIsGivenBack) {
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  const GpuSample& g = sample->gpus.front();
+  if (!g.power_limit_watts.has_value()) GTEST_SKIP() << "GPU 0 has no power management";
+  ASSERT_TRUE(g.enforced_power_limit_watts.has_value());
+  ASSERT_TRUE(g.power_limit_min_watts.has_value() && g.power_limit_max_watts.has_value());
+  std::printf("GPU 0 power: management %.1f W, enforced %.1f W, default %.1f W, [%.1f, %.1f] W\n",
+              *g.power_limit_watts, *g.enforced_power_limit_watts,
+              g.power_limit_default_watts.value_or(-1), *g.power_limit_min_watts,
+              *g.power_limit_max_watts);
+  EXPECT_LE(*g.enforced_power_limit_watts, *g.power_limit_watts + 0.5);
+  const double original = *g.power_limit_watts;
+  const absl::Status lowered = nvml_->SetPowerLimit(0, *g.power_limit_min_watts);
+  if (absl::IsPermissionDenied(lowered)) GTEST_SKIP() << lowered;
+  ASSERT_TRUE(lowered.ok()) << lowered;
+  auto after = nvml_->TakeSample();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NEAR(after->gpus.front().power_limit_watts.value_or(-1), *g.power_limit_min_watts, 0.5);
+  ASSERT_TRUE(nvml_->SetPowerLimit(0, original).ok());
+  after = nvml_->TakeSample();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NEAR(after->gpus.front().power_limit_watts.value_or(-1), original, 0.5);
+}
+
+// MIG as a privileged process sees it: the profiles of a MIG-capable GPU, and, where MIG is on,
+// devices whose profiles could be read (no mig_unreadable: this process holds the monitor
+// capability). Printed for the issue note.
+TEST_F(RealGpuTest, MigProfilesAndDevicesAreReadable) {
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  bool capable = false;
+  for (const Gpu& gpu : inventory->gpus) {
+    if (!gpu.mig_capable) continue;
+    capable = true;
+    std::printf("GPU %d %s: MIG %s%s, %zu profiles, %zu MIG devices\n", gpu.index,
+                gpu.product.c_str(), gpu.mig_enabled ? "on" : "off",
+                gpu.mig_pending_change ? " (change pending)" : "", gpu.mig_profiles.size(),
+                gpu.mig_devices.size());
+    EXPECT_FALSE(gpu.mig_profiles.empty());
+    for (const MigProfile& p : gpu.mig_profiles) std::printf("  profile %s\n", p.name.c_str());
+    EXPECT_EQ(gpu.mig_unreadable, "");
+    for (const MigDevice& m : gpu.mig_devices) EXPECT_FALSE(m.profile.empty()) << m.uuid;
+  }
+  if (!capable) GTEST_SKIP() << "no MIG-capable GPU";
 }
 
 TEST_F(RealGpuTest, CudaVectorAddRuns) {
