@@ -61,7 +61,10 @@ void XidRemediationStep() {
         const json health = Condition(*node, "GPUHealthy");
         const json action = Condition(*node, "GPURecoveryAction");
         last_health = health.value("message", "");
-        if (count == "7" && !saw_restart) saw_seven = true;
+        // Seven is one GPU withdrawn (a paused device plugin shows 0): GPU 5 stays out until
+        // the new driver has loaded, so it shows before the end, whenever the kubelet's status
+        // sync (every 10 s) falls.
+        if (count == "7") saw_seven = true;
         if (action.value("status", "") == "True" && action.value("reason", "") == "ResetGpu") {
           saw_action = true;
           EXPECT_THAT(health.value("message", ""), ::testing::HasSubstr("XID 48"));
