@@ -1,5 +1,6 @@
 #include "test/node/node_e2e_health_steps.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "agent/podresources/pod_resources.h"
 #include "test/cluster/node_config.h"
 #include "test/e2e/operator_e2e_util.h"
 #include "test/fakes/nvml/node_control.h"
@@ -61,10 +63,18 @@ void XidRemediationStep() {
         const json health = Condition(*node, "GPUHealthy");
         const json action = Condition(*node, "GPURecoveryAction");
         last_health = health.value("message", "");
-        // Seven is one GPU withdrawn (a paused device plugin shows 0): GPU 5 stays out until
-        // the new driver has loaded, so it shows before the end, whenever the kubelet's status
-        // sync (every 10 s) falls.
-        if (count == "7") saw_seven = true;
+        // The kubelet's device manager holding seven GPUs healthy is GPU 5 withdrawn and GPU 3
+        // kept (Node allocatable follows at the next status sync, every 10 s, which may fall
+        // after the remediation already paused the plugin).
+        if (absl::StatusOr<std::vector<agent::podresources::PodDevice>> healthy =
+                agent::podresources::ListAllocatableDevices(
+                    Cluster().node().var_lib_kubelet / "pod-resources" / "kubelet.sock",
+                    absl::Seconds(5));
+            healthy.ok() && std::count_if(healthy->begin(), healthy->end(), [](const auto& d) {
+                              return d.resource == "nvidia.com/gpu";
+                            }) == 7) {
+          saw_seven = true;
+        }
         if (action.value("status", "") == "True" && action.value("reason", "") == "ResetGpu") {
           saw_action = true;
           EXPECT_THAT(health.value("message", ""), ::testing::HasSubstr("XID 48"));

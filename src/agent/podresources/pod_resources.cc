@@ -80,4 +80,30 @@ std::unique_ptr<PodLister> NewKubeletPodLister(std::filesystem::path socket) {
   return std::make_unique<KubeletPodLister>(std::move(socket));
 }
 
+absl::StatusOr<std::vector<PodDevice>> ListAllocatableDevices(const std::filesystem::path& socket,
+                                                              absl::Duration timeout) {
+  auto stub = ::v1::PodResourcesLister::NewStub(
+      grpc::CreateChannel("unix:" + socket.string(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
+  ::v1::AllocatableResourcesResponse response;
+  const grpc::Status status =
+      stub->GetAllocatableResources(&context, ::v1::AllocatableResourcesRequest(), &response);
+  if (!status.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("PodResources GetAllocatableResources on ", socket.string(),
+                                     ": ", status.error_message()));
+  }
+  std::vector<PodDevice> devices;
+  for (const ::v1::ContainerDevices& group : response.devices()) {
+    std::vector<int64_t> numa;
+    for (const ::v1::NUMANode& node : group.topology().nodes()) numa.push_back(node.id());
+    for (const std::string& id : group.device_ids()) {
+      devices.push_back(
+          PodDevice{.resource = group.resource_name(), .device_id = id, .numa_nodes = numa});
+    }
+  }
+  return devices;
+}
+
 }  // namespace gpuop::agent::podresources

@@ -60,6 +60,12 @@ class PodLister {
 // claim result.
 std::unique_ptr<PodLister> NewKubeletPodLister(std::filesystem::path socket);
 
+// The kubelet's PodResources v1 GetAllocatableResources on `socket`: the devices its device
+// manager holds healthy now (what Node allocatable shows after its next status sync), one
+// PodDevice each with only `resource`, `device_id` and `numa_nodes` set. Errors as List's.
+[[nodiscard]] absl::StatusOr<std::vector<PodDevice>> ListAllocatableDevices(
+    const std::filesystem::path& socket, absl::Duration timeout);
+
 }  // namespace gpuop::agent::podresources
 
 #endif  // GPUOP_AGENT_PODRESOURCES_POD_RESOURCES_H_
