@@ -9,7 +9,6 @@
 // driver upgrade runs through the state machine, a driver pod deleted by hand waits for a safe
 // load, the chart is uninstalled. A step whose
 // prerequisite failed is skipped, naming it.
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -539,10 +538,6 @@ TEST_F(NodeE2ETest, MpsSharingServesReplicasOnceItsDaemonRuns) {
 // its GPU allocatable; a reset XID withdraws its GPU until remediation restarted the driver.
 TEST_F(NodeE2ETest, AResetXidWithdrawsTheGpuUntilRemediationRestartsTheDriver) {
   if (!S().components_ready) GTEST_SKIP() << "needs EveryComponentRunsAndThePolicyGoesReady";
-  if (std::getenv("GPUOP_NODE_XID_REMEDIATION") == nullptr) {
-    GTEST_SKIP() << "issue 14: written against the real node but not yet run there; set "
-                    "GPUOP_NODE_XID_REMEDIATION=1 to run it";
-  }
   XidRemediationStep();
 }
 
