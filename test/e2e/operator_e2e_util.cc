@@ -119,28 +119,28 @@ bool HasAnnotation(const Json& object, const std::string& key) {
   return annotations.is_object() && annotations.contains(key);
 }
 
-std::string ConditionStatus(const Json& object, const std::string& type) {
+Json ConditionOf(const Json& object, const std::string& type) {
   const Json& conditions = Field(object, "status", "conditions");
-  if (!conditions.is_array()) return "";
-  for (const Json& c : conditions) {
-    if (c.value("type", "") == type) return c.value("status", "");
+  if (conditions.is_array()) {
+    for (const Json& c : conditions) {
+      if (c.is_object() && c.value("type", "") == type) return c;
+    }
   }
-  return "";
+  return Json::object();
+}
+
+std::string ConditionStatus(const Json& object, const std::string& type) {
+  return ConditionOf(object, type).value("status", "");
 }
 
 int64_t ConditionHeartbeat(const Json& object, const std::string& type) {
-  const Json& conditions = Field(object, "status", "conditions");
-  if (!conditions.is_array()) return 0;
-  for (const Json& c : conditions) {
-    if (c.value("type", "") != type) continue;
-    absl::Time at;
-    std::string error;
-    if (!absl::ParseTime(absl::RFC3339_full, c.value("lastHeartbeatTime", ""), &at, &error)) {
-      return 0;
-    }
-    return absl::ToUnixSeconds(at);
+  absl::Time at;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, ConditionOf(object, type).value("lastHeartbeatTime", ""),
+                       &at, &error)) {
+    return 0;
   }
-  return 0;
+  return absl::ToUnixSeconds(at);
 }
 
 bool PodRunningAndReady(const Json& pod) {

@@ -64,6 +64,8 @@ std::string LabelOf(const kube::Json& object, const std::string& key);
 std::string AnnotationOf(const kube::Json& object, const std::string& key);
 bool HasLabel(const kube::Json& object, const std::string& key);
 bool HasAnnotation(const kube::Json& object, const std::string& key);
+// Condition `type` in status.conditions, or an empty object.
+kube::Json ConditionOf(const kube::Json& object, const std::string& type);
 // The status of condition `type` in status.conditions ("True", "False", ...), or "".
 std::string ConditionStatus(const kube::Json& object, const std::string& type);
 // The lastHeartbeatTime of condition `type` in seconds since the epoch (a Node's conditions carry

@@ -20,18 +20,6 @@ namespace gpuop::test {
 
 using nlohmann::json;
 
-namespace {
-
-// The Node's condition of `type`, or an empty object.
-json Condition(const json& node, const std::string& type) {
-  for (const json& c : node["status"].value("conditions", json::array())) {
-    if (c.value("type", "") == type) return c;
-  }
-  return json::object();
-}
-
-}  // namespace
-
 void XidRemediationStep() {
   ASSERT_TRUE(AwaitAllocatable(absl::Minutes(2)).ok());
   absl::StatusOr<std::vector<json>> before = Pods(kNamespace);
@@ -60,8 +48,8 @@ void XidRemediationStep() {
         absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
         if (!node.ok()) return node.status();
         const std::string count = Allocatable(*node, "nvidia.com/gpu");
-        const json health = Condition(*node, "GPUHealthy");
-        const json action = Condition(*node, "GPURecoveryAction");
+        const json health = ConditionOf(*node, "GPUHealthy");
+        const json action = ConditionOf(*node, "GPURecoveryAction");
         last_health = health.value("message", "");
         // The kubelet's device manager holding seven GPUs healthy is GPU 5 withdrawn and GPU 3
         // kept (Node allocatable follows at the next status sync, every 10 s, which may fall
@@ -111,7 +99,7 @@ void XidRemediationStep() {
   absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(AnnotationOf(*node, "gpuop.io/remediation-action"), "ResetGpu");
-  EXPECT_EQ(Condition(*node, "GPURecoveryAction").value("status", ""), "False");
+  EXPECT_EQ(ConditionOf(*node, "GPURecoveryAction").value("status", ""), "False");
   EXPECT_FALSE(Cordoned(*node));
 }
 

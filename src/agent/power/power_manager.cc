@@ -232,7 +232,8 @@ PowerDecision PowerManager::Decide(const hw::GpuSample& gpu, const std::string& 
   if (const absl::Status loaded = LoadRecord(); !loaded.ok() || uuid.empty()) {
     // Nothing is lowered that could not be written down and given back.
     none.action = PowerDecision::Action::kSkipped;
-    none.reason = loaded.ok() ? absl::StrCat("GPU not identified (", allocation_error, ")")
+    none.reason = loaded.ok() ? "the GPU is not in the inventory (discovery failed): it could "
+                                "not be written down by UUID"
                               : std::string(loaded.message());
     return none;
   }

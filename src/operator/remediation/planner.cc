@@ -65,11 +65,14 @@ class Planner {
     p.record_attempt = now_;
     p.attempts.push_back(now_);
     p.action = n.required_action;
-    return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), std::nullopt));
+    const std::vector<RemediationStep> steps = StepsFor(spec_, n, p.action);
+    return Enter(n, std::move(p), steps, Next(steps, std::nullopt));
   }
 
   // Begins `step` (or finishes when none is left).
-  NodePlan Enter(const NodeState& n, NodePlan p, std::optional<RemediationStep> step) {
+  // `steps` are the node's (StepsFor).
+  NodePlan Enter(const NodeState& n, NodePlan p, const std::vector<RemediationStep>& steps,
+                 std::optional<RemediationStep> step) {
     p.restamp = true;
     p.changed = true;
     if (!step.has_value()) {
@@ -91,11 +94,15 @@ class Planner {
       return p;
     }
     p.step = RemediationStepName(*step);
-    return Work(n, std::move(p), *step, now_);
+    return Work(n, std::move(p), steps, *step, now_);
   }
 
   // Does or waits for the work of `step`, begun at `since`.
-  NodePlan Work(const NodeState& n, NodePlan p, RemediationStep step, absl::Time since) {
+  NodePlan Work(const NodeState& n, NodePlan p, const std::vector<RemediationStep>& steps,
+                RemediationStep step, absl::Time since) {
+    auto advance = [&](NodePlan done) {
+      return Enter(n, std::move(done), steps, Next(steps, step));
+    };
     const absl::Duration elapsed = now_ - since;
     const bool timed_out =
         spec_.step_timeout > absl::ZeroDuration() && elapsed > spec_.step_timeout;
@@ -119,11 +126,11 @@ class Planner {
           p.changed = true;
         }
         p.message = "tainted";
-        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+        return advance(std::move(p));
       case RemediationStep::kDrain: {
         if (!n.pods_listed) return wait("listing the pods on the node");
         p.pods = Evictable(n);
-        if (p.pods.empty()) return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+        if (p.pods.empty()) return advance(std::move(p));
         p.pod_action = PodAction::kEvict;
         p.changed = true;
         return wait(absl::StrCat("evicting ", p.pods.size(), " pods (first ", p.pods[0].ns, "/",
@@ -133,7 +140,7 @@ class Planner {
         if (!n.driver_pod.has_value()) {
           if (since == now_) {
             p.message = "no driver pod (the host's driver is not restarted)";
-            return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+            return advance(std::move(p));
           }
           return wait("waiting for the driver pod to be recreated");
         }
@@ -163,7 +170,7 @@ class Planner {
         }
         if (!n.driver_pod->ready) return wait("waiting for the new driver pod to be Ready");
         p.set_labels = n.clients.ResumeLabels();
-        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+        return advance(std::move(p));
       case RemediationStep::kRequestReboot:
         if (since == now_ && !n.reboot_requested) {
           p.request_reboot = true;
@@ -174,7 +181,7 @@ class Planner {
           return wait(absl::StrCat("waiting for the reboot (", spec_.reboot_annotation,
                                    " removed and the node Ready)"));
         }
-        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+        return advance(std::move(p));
       case RemediationStep::kValidate:
         if (n.healthy != std::optional<bool>(true)) {
           return wait(absl::StrCat(
@@ -184,13 +191,13 @@ class Planner {
         if (validation_ && n.validator_ready != std::optional<bool>(true)) {
           return wait("waiting for the validator");
         }
-        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+        return advance(std::move(p));
       case RemediationStep::kUntaint:
         if (n.tainted) {
           p.untaint = true;
           p.changed = true;
         }
-        return Enter(n, std::move(p), Next(StepsFor(spec_, n, p.action), step));
+        return advance(std::move(p));
     }
     return p;
   }
@@ -267,9 +274,9 @@ Plan PlanRemediation(const std::vector<NodeState>& input, const RemediationSpec&
       // before the repair are idempotent).
       if (grew || !step.has_value() ||
           std::find(steps.begin(), steps.end(), *step) == steps.end()) {
-        p = planner.Enter(*n, std::move(p), Next(steps, std::nullopt));
+        p = planner.Enter(*n, std::move(p), steps, Next(steps, std::nullopt));
       } else {
-        p = planner.Work(*n, std::move(p), *step, since);
+        p = planner.Work(*n, std::move(p), steps, *step, since);
       }
       if (p.step != n->step) p.restamp = true;
       if (p.state != kInProgress) --in_progress;
