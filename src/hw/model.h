@@ -78,8 +78,13 @@ struct MigProfile {
 struct Gpu {
   Vendor vendor = Vendor::kUnknown;
   int index = 0;
-  std::string uuid;          // "GPU-..." for NVIDIA; the PCI address or unique id for AMD
-  std::string pci_bus_id;    // normalised sysfs form "0000:17:00.0"
+  std::string uuid;        // "GPU-..." for NVIDIA; the PCI address or unique id for AMD
+  std::string pci_bus_id;  // normalised sysfs form "0000:17:00.0"
+  // The PCI identity as NVML reports it: device id << 16 | vendor id (0x233010DE for an H100
+  // SXM5) and subsystem device << 16 | subsystem vendor; 0 when unknown. mig-parted's
+  // device-filter matches on these.
+  uint32_t pci_device_id = 0;
+  uint32_t pci_subsystem_id = 0;
   std::string product;       // "NVIDIA H100 80GB HBM3"
   std::string architecture;  // "hopper", "ampere", "gfx90a", ...
   int compute_major = 0;     // CUDA compute capability; 0 when not NVIDIA

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/yaml_fields.h"
@@ -36,36 +37,77 @@ absl::StatusOr<DeviceSelector> ParseDevices(const YAML::Node& node, const std::s
   std::set<int> seen;
   for (size_t i = 0; i < node.size(); ++i) {
     GPUOP_ASSIGN_OR_RETURN(int index, r.Count(node[i], absl::StrCat(field, "[", i, "]")));
-    if (!seen.insert(index).second) {
-      return r.Error(absl::StrCat(field, "[", i, "]"), absl::StrCat("GPU ", index, " is repeated"));
-    }
-    selector.indexes.push_back(index);
+    // mig-parted takes a repeated index as the same GPU.
+    if (seen.insert(index).second) selector.indexes.push_back(index);
   }
   return selector;
 }
 
-absl::StatusOr<std::vector<std::string>> ParseFilter(const YAML::Node& node,
-                                                     const std::string& field, const Reader& r) {
-  std::vector<std::string> products;
+// A 32-bit id as mig-parted reads it (Go's ParseInt with base 0): "0x20B010DE" or decimal.
+std::optional<uint32_t> ParseId(absl::string_view text) {
+  int base = 10;
+  if (absl::StartsWithIgnoreCase(text, "0x")) {
+    text.remove_prefix(2);
+    base = 16;
+  }
+  if (text.empty() || text.size() > 10) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : text) {
+    const int digit = absl::ascii_isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                      : base == 16 && absl::ascii_isxdigit(static_cast<unsigned char>(c))
+                          ? absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10
+                          : -1;
+    if (digit < 0) return std::nullopt;
+    value = value * base + digit;
+  }
+  if (value > 0xffffffffu) return std::nullopt;
+  return static_cast<uint32_t>(value);
+}
+
+bool LooksLikeId(absl::string_view text) {
+  return !text.empty() && absl::ascii_isdigit(static_cast<unsigned char>(text[0]));
+}
+
+absl::Status ParseFilter(const YAML::Node& node, const std::string& field, const Reader& r,
+                         MigConfigEntry& entry) {
+  std::vector<std::pair<std::string, std::string>> items;  // value, field
   if (node.IsScalar()) {
-    products.push_back(node.Scalar());
+    items.emplace_back(node.Scalar(), field);
   } else if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      GPUOP_ASSIGN_OR_RETURN(std::string p, r.String(node[i], absl::StrCat(field, "[", i, "]")));
-      products.push_back(std::move(p));
+      const std::string item_field = absl::StrCat(field, "[", i, "]");
+      GPUOP_ASSIGN_OR_RETURN(std::string p, r.String(node[i], item_field));
+      items.emplace_back(std::move(p), item_field);
     }
   } else {
-    return r.Error(field, "must be a product name or a list of them");
+    return r.Error(field, "must be a PCI device id (\"0x20B010DE\") or a list of them");
   }
-  for (const std::string& p : products) {
-    if (p.empty()) return r.Error(field, "a product name is empty");
-    if (absl::StartsWithIgnoreCase(p, "0x")) {
-      return r.Error(field, absl::StrCat("\"", p,
-                                         "\": PCI device ids are not supported; use the product "
-                                         "name NVML reports (\"NVIDIA A100-SXM4-40GB\")"));
+  for (const auto& [value, item_field] : items) {
+    if (value.empty()) return r.Error(item_field, "is empty");
+    if (!LooksLikeId(value)) {
+      entry.device_filter.push_back(value);  // a product name (gpuop extension)
+      continue;
     }
+    const std::vector<std::string> parts = absl::StrSplit(value, ':');
+    PciIdFilter id;
+    std::optional<uint32_t> device = ParseId(parts[0]);
+    if (parts.size() > 2 || !device.has_value()) {
+      return r.Error(item_field, absl::StrCat("\"", value,
+                                              "\" is not a PCI device id: expected device << 16 | "
+                                              "vendor in hex (\"0x20B010DE\"), optionally "
+                                              "\":<subsystem id>\""));
+    }
+    id.device_id = *device;
+    if (parts.size() == 2) {
+      id.subsystem_id = ParseId(parts[1]);
+      if (!id.subsystem_id.has_value()) {
+        return r.Error(item_field, absl::StrCat("\"", value, "\": the subsystem id \"", parts[1],
+                                                "\" is not a 32-bit id (\"0x16C110DE\")"));
+      }
+    }
+    entry.pci_ids.push_back(id);
   }
-  return products;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<MigConfigEntry> ParseEntry(const YAML::Node& node, const std::string& field,
@@ -76,14 +118,18 @@ absl::StatusOr<MigConfigEntry> ParseEntry(const YAML::Node& node, const std::str
   if (!node["devices"]) return r.Error(field + ".devices", "required");
   GPUOP_ASSIGN_OR_RETURN(entry.devices, ParseDevices(node["devices"], field + ".devices", r));
   if (node["device-filter"]) {
-    GPUOP_ASSIGN_OR_RETURN(entry.device_filter,
-                           ParseFilter(node["device-filter"], field + ".device-filter", r));
+    GPUOP_RETURN_IF_ERROR(ParseFilter(node["device-filter"], field + ".device-filter", r, entry));
   }
   if (!node["mig-enabled"]) return r.Error(field + ".mig-enabled", "required");
   GPUOP_ASSIGN_OR_RETURN(entry.mig_enabled, r.Bool(node["mig-enabled"], field + ".mig-enabled"));
   const YAML::Node devices = node["mig-devices"];
-  if (!devices || devices.IsNull()) return entry;
   const std::string devices_field = field + ".mig-devices";
+  if (!devices || devices.IsNull()) {
+    if (entry.mig_enabled) {
+      return r.Error(devices_field, "required when mig-enabled is true (may be {})");
+    }
+    return entry;
+  }
   if (!devices.IsMap()) return r.Error(devices_field, "must be a map of profile to count");
   for (const auto& item : devices) {
     const std::string profile = item.first.as<std::string>();
@@ -109,12 +155,15 @@ absl::StatusOr<MigConfig> Parse(const YAML::Node& root, const Reader& r) {
   const YAML::Node configs = root["mig-configs"];
   if (!configs) return r.Error("mig-configs", "required");
   if (!configs.IsMap()) return r.Error("mig-configs", "must be a map of layout name to entries");
+  if (configs.size() == 0) return r.Error("mig-configs", "defines no layout");
   MigConfig config;
   for (const auto& item : configs) {
     const std::string name = item.first.as<std::string>();
     const std::string field = absl::StrCat("mig-configs.", name);
     if (name.empty()) return r.Error("mig-configs", "a layout name is empty");
-    if (!item.second.IsSequence()) return r.Error(field, "must be a list of entries");
+    if (!item.second.IsSequence() || item.second.size() == 0) {
+      return r.Error(field, "must be a non-empty list of entries");
+    }
     std::vector<MigConfigEntry>& entries = config.layouts[name];
     for (size_t i = 0; i < item.second.size(); ++i) {
       GPUOP_ASSIGN_OR_RETURN(MigConfigEntry entry,
@@ -126,8 +175,13 @@ absl::StatusOr<MigConfig> Parse(const YAML::Node& root, const Reader& r) {
 }
 
 bool FilterSelects(const MigConfigEntry& entry, const hw::Gpu& gpu) {
-  if (entry.device_filter.empty()) return true;
-  return std::any_of(entry.device_filter.begin(), entry.device_filter.end(),
+  if (entry.device_filter.empty() && entry.pci_ids.empty()) return true;
+  const bool by_id = std::any_of(entry.pci_ids.begin(), entry.pci_ids.end(), [&](const auto& id) {
+    return id.device_id == gpu.pci_device_id &&
+           (!id.subsystem_id.has_value() || *id.subsystem_id == gpu.pci_subsystem_id);
+  });
+  return by_id ||
+         std::any_of(entry.device_filter.begin(), entry.device_filter.end(),
                      [&](const std::string& p) { return absl::EqualsIgnoreCase(p, gpu.product); });
 }
 
@@ -168,34 +222,21 @@ absl::StatusOr<DesiredLayout> ResolveLayout(const MigConfig& config, const std::
                      " (defined: ", known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
   }
   DesiredLayout desired;
-  std::map<int, size_t> selected_by;  // GPU index -> entry
-  for (size_t e = 0; e < it->second.size(); ++e) {
-    const MigConfigEntry& entry = it->second[e];
-    const std::string field = absl::StrCat("mig-configs.", name, "[", e, "]");
-    std::vector<const hw::Gpu*> chosen;
-    if (entry.devices.all) {
-      for (const hw::Gpu& gpu : gpus) chosen.push_back(&gpu);
-    } else {
-      for (int index : entry.devices.indexes) {
-        const auto gpu = std::find_if(gpus.begin(), gpus.end(),
-                                      [&](const hw::Gpu& g) { return g.index == index; });
-        if (gpu == gpus.end()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("MIG layout \"", name, "\": ", field, ".devices names GPU ", index,
-                           ", which this node does not have (", gpus.size(), " GPUs)"));
+  for (const MigConfigEntry& entry : it->second) {
+    for (const hw::Gpu& gpu : gpus) {
+      if (!FilterSelects(entry, gpu)) continue;
+      if (entry.devices.all) {
+        if (!gpu.mig_capable) continue;  // mig-parted: "non MIG-capable GPU", skipped
+      } else {
+        if (std::find(entry.devices.indexes.begin(), entry.devices.indexes.end(), gpu.index) ==
+            entry.devices.indexes.end()) {
+          continue;
         }
-        chosen.push_back(&*gpu);
+        if (!gpu.mig_capable && !entry.mig_enabled) continue;  // nothing to do on it
       }
-    }
-    for (const hw::Gpu* gpu : chosen) {
-      if (!FilterSelects(entry, *gpu)) continue;
-      if (const auto prior = selected_by.find(gpu->index); prior != selected_by.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("MIG layout \"", name, "\": ", field, " selects GPU ", gpu->index,
-                         ", which mig-configs.", name, "[", prior->second, "] already selects"));
-      }
-      selected_by[gpu->index] = e;
-      desired[gpu->index] = {.mig_enabled = entry.mig_enabled, .mig_devices = entry.mig_devices};
+      // A later entry selecting the same GPU replaces an earlier one, as applying them in
+      // order does.
+      desired[gpu.index] = {.mig_enabled = entry.mig_enabled, .mig_devices = entry.mig_devices};
     }
   }
   return desired;

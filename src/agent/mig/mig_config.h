@@ -1,8 +1,10 @@
 #ifndef GPUOP_AGENT_MIG_MIG_CONFIG_H_
 #define GPUOP_AGENT_MIG_MIG_CONFIG_H_
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,20 +14,30 @@
 
 namespace gpuop::agent::mig {
 
-// The MIG configuration file, in mig-parted's shape:
+// The MIG configuration file, in mig-parted's v1 format, loaded unchanged:
 //
 //   version: v1
 //   mig-configs:
 //     all-balanced:
-//       - devices: all                           # or a list of GPU indexes: [0, 1]
-//         device-filter: NVIDIA A100-SXM4-40GB   # optional: product name, or a list of them
+//       - device-filter: ["0x20B010DE", "0x20B110DE"]  # optional: PCI ids, one or a list
+//         devices: all                                # or a list of GPU indexes: [0, 1]
 //         mig-enabled: true
 //         mig-devices: {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}
 //
-// A named layout is a list of entries; each selects GPUs (by index, optionally narrowed to some
-// products) and states their MIG mode and GPU-instance profiles. GPUs no entry selects are left
-// as they are. mig-parted's PCI device-id filters ("0x20B010DE") are not supported: the product
-// name says the same and is what `nvidia-smi -L` shows.
+// A named layout is a list of entries; each selects GPUs and states their MIG mode and
+// GPU-instance profiles. As mig-parted applies them:
+//   - entries apply in order, so for a GPU two entries select the later one wins;
+//   - `devices: all` passes over GPUs that are not MIG-capable; an index list names GPUs
+//     explicitly, and indexes the node does not have select nothing (one file serves nodes
+//     with different GPU counts); a GPU that is not MIG-capable and is named explicitly with
+//     `mig-enabled: false` is left alone, with `mig-enabled: true` it is an error (planner);
+//   - `device-filter` is the PCI device id as NVML reports it, device << 16 | vendor
+//     ("0x20B010DE": device 0x20B0, vendor 0x10DE), optionally with the subsystem id after a
+//     colon ("0x233010DE:0x16C110DE"); a gpuop extension also takes the product name NVML
+//     reports ("NVIDIA A100-SXM4-40GB", any case);
+//   - `mig-devices` is required when `mig-enabled` is true (it may be {}), and must be empty
+//     when false.
+// GPUs no entry selects are left as they are.
 
 // Which GPUs an entry selects.
 struct DeviceSelector {
@@ -33,10 +45,17 @@ struct DeviceSelector {
   std::vector<int> indexes;  // when !all: distinct, non-negative, non-empty
 };
 
+// One PCI id of a device-filter.
+struct PciIdFilter {
+  uint32_t device_id = 0;                // device << 16 | vendor
+  std::optional<uint32_t> subsystem_id;  // subsystem device << 16 | subsystem vendor
+};
+
 struct MigConfigEntry {
   DeviceSelector devices;
-  // Product names as NVML reports them ("NVIDIA A100-SXM4-40GB"), compared case-insensitively;
-  // empty selects every product.
+  // The device-filter: PCI ids, and product names (compared case-insensitively). Both empty
+  // selects every GPU; otherwise a GPU matching any of them.
+  std::vector<PciIdFilter> pci_ids;
   std::vector<std::string> device_filter;
   bool mig_enabled = false;
   // GPU-instance profile ("1g.5gb") -> count (> 0). Empty when MIG is disabled.
@@ -69,9 +88,8 @@ struct GpuLayout {
 // absent and left untouched.
 using DesiredLayout = std::map<int, GpuLayout>;
 
-// Resolves layout `name` of `config` against the node's GPUs. InvalidArgument, naming the
-// layout and entry, when the layout is not defined, an entry names a GPU index the node does
-// not have, or two entries select the same GPU. Whether the profiles exist on the GPUs is
+// Resolves layout `name` of `config` against the node's GPUs, by the rules above.
+// InvalidArgument when the layout is not defined. Whether the profiles exist on the GPUs is
 // checked by the planner, which knows their profile tables.
 [[nodiscard]] absl::StatusOr<DesiredLayout> ResolveLayout(const MigConfig& config,
                                                           const std::string& name,

@@ -163,8 +163,9 @@ TEST_F(MigManagerTest, BadConfigurationFailsWithoutPausing) {
   node_.SetLabel(kConfigLabel, "a");
   EXPECT_EQ(Manager().SyncOnce().outcome, Outcome::kFailed);
   ExpectState(kStateFailed);
-  EXPECT_THAT(Reason(), HasSubstr(absl::StrCat("mig config ", config_path().string(),
-                                               ": mig-configs.a: must be a list of entries")));
+  EXPECT_THAT(Reason(),
+              HasSubstr(absl::StrCat("mig config ", config_path().string(),
+                                     ": mig-configs.a: must be a non-empty list of entries")));
   EXPECT_FALSE(EverPaused());
 
   node_.SetLabel(kConfigLabel, "missing");

@@ -98,6 +98,8 @@ absl::StatusOr<Gpu> NvmlAccelerator::DescribeGpu(int index, nvmlDevice_t device)
   GPUOP_RETURN_IF_ERROR(
       Call(f.nvmlDeviceGetPciInfo_v3, "nvmlDeviceGetPciInfo_v3", index, device, &pci));
   gpu.pci_bus_id = NormalizePciBusId(CString(pci.busId, sizeof(pci.busId)));
+  gpu.pci_device_id = pci.pciDeviceId;
+  gpu.pci_subsystem_id = pci.pciSubSystemId;
 
   bool lost = false;
   int major = 0, minor = 0;

@@ -17,9 +17,13 @@ namespace gpuop::op::render {
 nlohmann::json DevicePluginConfigMap(const PolicySpec& policy, const std::vector<NodePool>& pools,
                                      const std::string& ns);
 
-// gpuop-mig-config: the named MIG layouts (mig-parted's v1 format) used when the policy names no
-// ConfigMap of its own: all-disabled, all-enabled, and for 80 GB A100/H100 parts all-1g.10gb,
-// all-2g.20gb, all-3g.40gb, all-7g.80gb and all-balanced.
+// The MIG layouts NVIDIA's GPU operator ships as its default (mig-parted's v1 format):
+// all-disabled, all-enabled, all-<profile> for every profile of the A100, A30, H100 (80 GB, NVL
+// and 96 GB) families, all-1g.10gb split per board size, and all-balanced with one entry per
+// board family selected by PCI device id.
+std::string DefaultMigLayouts();
+
+// gpuop-mig-config: DefaultMigLayouts(), used when the policy names no ConfigMap of its own.
 nlohmann::json MigConfigMap(const std::string& ns);
 
 }  // namespace gpuop::op::render
