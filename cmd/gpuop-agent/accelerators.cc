@@ -122,10 +122,26 @@ absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kube
   return std::make_unique<kube::Client>(std::shared_ptr<kube::RestClient>(*std::move(rest)));
 }
 
+hw::NvidiaSmiReset HardwareFlags::GpuReset(const std::string& nvml_path) const {
+  // nvidia-smi runs in the root the NVML library came from; a library the loader found (the
+  // soname) is this container's own, and nvidia-smi then too.
+  for (const std::string& root : {DriverContainerRoot(), host_root}) {
+    const std::filesystem::path relative =
+        std::filesystem::path(nvml_path).lexically_relative(root);
+    if (root != "/" && !relative.empty() && *relative.begin() != "..") return {.root = root};
+  }
+  return {};
+}
+
 std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags) {
   std::vector<std::unique_ptr<hw::Accelerator>> out;
+  const std::string library = flags.NvmlLibrary();
   auto nvml = hw::NvmlAccelerator::Open(
-      {.library_path = flags.NvmlLibrary(), .sysfs_root = flags.sysfs_root});
+      {.library_path = library,
+       .sysfs_root = flags.sysfs_root,
+       .reset_gpus = [reset = flags.GpuReset(library)](const std::vector<std::string>& ids) {
+         return reset.Reset(ids);
+       }});
   if (nvml.ok()) {
     out.push_back(*std::move(nvml));
   } else {

@@ -30,6 +30,8 @@ void AddMigCommand(CLI::App& app) {
     std::string layout_file = "/run/gpuop/mig-layout";
     int change_timeout_seconds = 600;
     bool force = false;
+    bool with_reboot = false;
+    std::string reboot_annotation = "gpuop.io/reboot-requested";
   };
   auto flags = std::make_shared<Flags>();
   if (const char* pod = std::getenv("POD_NAME")) flags->pod_name = pod;
@@ -55,6 +57,13 @@ void AddMigCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--force", flags->force,
                 "Change GPUs even when processes run on them (they will crash)");
+  sub->add_flag("--with-reboot", flags->with_reboot,
+                "When the GPU reset that activates a MIG mode change is refused, set the state "
+                "`rebooting` and ask for a reboot through --reboot-annotation (mig-parted's "
+                "WITH_REBOOT)");
+  sub->add_option("--reboot-annotation", flags->reboot_annotation,
+                  "The Node annotation that asks the reboot tool for a reboot")
+      ->capture_default_str();
   sub->callback([flags] {
     common::BlockTerminationSignals();
     if (flags->node_name.empty()) {
@@ -82,7 +91,9 @@ void AddMigCommand(CLI::App& app) {
                                    {.config_file = flags->config_file,
                                     .layout_file = flags->layout_file,
                                     .change_deadline = absl::Seconds(flags->change_timeout_seconds),
-                                    .force = flags->force});
+                                    .force = flags->force,
+                                    .with_reboot = flags->with_reboot,
+                                    .reboot_annotation = flags->reboot_annotation});
     manager.Start();
     std::fprintf(stderr, "mig: following %s on node %s\n", agent::mig::kConfigLabel,
                  flags->node_name.c_str());

@@ -69,6 +69,10 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
   }
+  if (!options.root.empty()) {
+    if (chroot(options.root.c_str()) != 0) fail(errno);
+    if (options.working_dir.empty() && chdir("/") != 0) fail(errno);
+  }
   if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail(errno);
   execve(argv[0], argv, envp);
   fail(errno);

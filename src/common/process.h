@@ -25,6 +25,9 @@ struct SpawnOptions {
   std::filesystem::path input_path;
   // The child's working directory; the caller's when empty.
   std::filesystem::path working_dir;
+  // The child chroots here (needs CAP_SYS_CHROOT) before it changes to `working_dir` (or "/")
+  // and executes argv[0], which is then a path inside the new root. Empty: no chroot.
+  std::filesystem::path root;
   // The child leads a process group of its own, so a terminal's Ctrl-C reaches only the parent,
   // which can then stop its children in the order it chooses.
   bool new_process_group = true;

@@ -55,6 +55,15 @@ class Accelerator {
   [[nodiscard]] virtual absl::Status SetPowerLimit(int gpu_index, double watts) = 0;
   // Requests MIG mode on or off; returns true when the change needs a GPU reset to apply.
   [[nodiscard]] virtual absl::StatusOr<bool> SetMigMode(int gpu_index, bool enabled) = 0;
+  // Resets the GPUs `gpu_indexes` (nvidia-smi -r), which is what makes a pending MIG mode take
+  // effect and clears a GPU's error state. The driver refuses while any process holds one of
+  // them, this one included: a backend releases its own handle on the driver for the reset.
+  // FailedPrecondition (naming what the reset tool said) when refused; Unimplemented where the
+  // backend cannot reset.
+  [[nodiscard]] virtual absl::Status ResetGpus(const std::vector<int>& gpu_indexes) {
+    (void)gpu_indexes;
+    return absl::UnimplementedError("this accelerator cannot reset GPUs");
+  }
   // Creates a GPU instance of `profile` ("3g.40gb") and one compute instance filling it;
   // returns the new MIG device.
   [[nodiscard]] virtual absl::StatusOr<MigDevice> CreateMigDevice(int gpu_index,

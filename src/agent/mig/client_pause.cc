@@ -25,14 +25,27 @@ std::optional<PauseRecord> RecordOf(const NodeMeta& meta) {
 }  // namespace
 
 std::vector<PausedComponent> DefaultPausedComponents() {
-  return {
-      {"gpuop.io/deploy.device-plugin",
-       "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=device-plugin"},
-      {"gpuop.io/deploy.exporter",
-       "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=exporter"},
-      {"gpuop.io/deploy.health",
-       "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=health"},
-  };
+  std::vector<PausedComponent> components;
+  for (const char* component : {"cdi", "labels", "device-plugin", "health", "exporter", "validator",
+                                "power-manager", "mps-daemon"}) {
+    components.push_back(
+        {.label = absl::StrCat("gpuop.io/deploy.", component),
+         .pod_selector = absl::StrCat(
+             "app.kubernetes.io/part-of=gpuop,app.kubernetes.io/component=", component)});
+  }
+  // NVIDIA's GPU operator labels its operands so, and its DaemonSets' pods carry these app labels.
+  const std::pair<const char*, const char*> nvidia[] = {
+      {"device-plugin", "app=nvidia-device-plugin-daemonset"},
+      {"gpu-feature-discovery", "app=gpu-feature-discovery"},
+      {"dcgm-exporter", "app=nvidia-dcgm-exporter"},
+      {"dcgm", "app=nvidia-dcgm"},
+      {"nvsm", ""}};
+  for (const auto& [component, selector] : nvidia) {
+    components.push_back({.label = absl::StrCat("nvidia.com/gpu.deploy.", component),
+                          .pod_selector = selector,
+                          .only_when_present = true});
+  }
+  return components;
 }
 
 std::string EncodePauseRecord(const PauseRecord& record) {
@@ -79,6 +92,12 @@ NodeWrite PauseWrite(const NodeMeta& meta, const std::vector<PausedComponent>& c
   NodeWrite write;
   for (const PausedComponent& c : components) {
     const std::optional<std::string> value = Lookup(meta.labels, c.label);
+    // Another operator's client without a label, or switched off, has no pod here (mig-parted
+    // also leaves "false" as it is).
+    if (c.only_when_present && (!value.has_value() || value == "false") &&
+        !record.contains(c.label)) {
+      continue;
+    }
     if (!record.contains(c.label)) {
       record[c.label] = value == kPausedValue ? std::optional<std::string>(fallback) : value;
     }
@@ -94,7 +113,7 @@ NodeWrite RestoreWrite(const NodeMeta& meta, const std::vector<PausedComponent>&
                        const std::string& fallback) {
   PauseRecord record = RecordOf(meta).value_or(PauseRecord{});
   for (const PausedComponent& c : components) {
-    if (!record.contains(c.label)) record[c.label] = fallback;
+    if (!record.contains(c.label) && !c.only_when_present) record[c.label] = fallback;
   }
   NodeWrite write;
   for (const auto& [label, value] : record) {

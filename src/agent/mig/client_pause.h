@@ -12,7 +12,7 @@
 
 namespace gpuop::agent::mig {
 
-// Pausing the GPU clients (device plugin, exporter, health monitor) around a MIG change: their
+// Pausing the GPU clients (every component that opens the driver) around a MIG change: their
 // deploy labels on this node are set to kPausedValue, which makes the operator remove their pods
 // from the node, and set back afterwards. The values the labels had are kept in an annotation on
 // the Node itself (kPauseRecordAnnotation), written in the same patch as the paused labels, so an
@@ -26,10 +26,16 @@ inline constexpr char kPauseRecordAnnotation[] = "gpuop.io/mig.paused-labels";
 struct PausedComponent {
   std::string label;         // the deploy label: "gpuop.io/deploy.device-plugin"
   std::string pod_selector;  // its pods: "app.kubernetes.io/component=device-plugin"; "" = none
+  // Paused only when the node carries the label at another value than "false" (another
+  // operator's clients): a node without them gets no label of theirs.
+  bool only_when_present = false;
 };
 
-// gpuop's device plugin, exporter and health monitor (NVML holders like NVIDIA's DCGM), with the
-// selectors of the operator's DaemonSets.
+// Every client that holds the GPUs and so would block the GPU reset a MIG mode change needs:
+// gpuop's CDI, labels, device plugin, health, exporter, validator, power manager and MPS daemons
+// (the operator's DaemonSets, by their selectors), and the clients NVIDIA's mig-manager pauses
+// through their nvidia.com/gpu.deploy.* labels (device plugin, GPU feature discovery,
+// dcgm-exporter, DCGM, NVSM) where the node has those labels.
 std::vector<PausedComponent> DefaultPausedComponents();
 
 // Label -> the value it had before the pause; nullopt when it was absent (restored by removing).

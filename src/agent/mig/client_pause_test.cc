@@ -36,6 +36,34 @@ TEST(ClientPauseTest, PauseRecordsExactValuesAndRestoreBringsThemBack) {
   EXPECT_TRUE(RestoreWrite(meta, kComponents, "true").empty());
 }
 
+// Every component that opens the driver is paused (a GPU reset needs them all gone), and
+// NVIDIA's operands only on nodes that carry their deploy labels, as NVIDIA's mig-manager pauses
+// them; a second pause (a retry) writes nothing.
+TEST(ClientPauseTest, DefaultsPauseEveryDriverClientAndNvidiasWhereLabelled) {
+  const std::vector<PausedComponent> defaults = DefaultPausedComponents();
+  NodeMeta meta{.labels = {{"gpuop.io/deploy.device-plugin", "true"},
+                           {"nvidia.com/gpu.deploy.dcgm-exporter", "true"},
+                           {"nvidia.com/gpu.deploy.dcgm", "false"}}};
+  const NodeMeta before = meta;
+  const NodeWrite pause = PauseWrite(meta, defaults, "true");
+  std::vector<std::string> paused;
+  for (const auto& [label, value] : pause.labels) {
+    EXPECT_EQ(value, kPausedValue) << label;
+    paused.push_back(label);
+  }
+  EXPECT_THAT(paused,
+              ::testing::ElementsAre("gpuop.io/deploy.cdi", "gpuop.io/deploy.device-plugin",
+                                     "gpuop.io/deploy.exporter", "gpuop.io/deploy.health",
+                                     "gpuop.io/deploy.labels", "gpuop.io/deploy.mps-daemon",
+                                     "gpuop.io/deploy.power-manager", "gpuop.io/deploy.validator",
+                                     "nvidia.com/gpu.deploy.dcgm-exporter"));
+  ApplyWrite(pause, meta);
+  EXPECT_TRUE(PauseWrite(meta, defaults, "true").empty());
+  ApplyWrite(RestoreWrite(meta, defaults, "true"), meta);
+  EXPECT_EQ(meta.labels, before.labels);
+  EXPECT_TRUE(meta.annotations.empty());
+}
+
 TEST(ClientPauseTest, LabelChangedDuringThePauseIsLeftAlone) {
   NodeMeta meta{.labels = {{"deploy.a", "true"}, {"deploy.b", "true"}, {"deploy.c", "true"}}};
   ApplyWrite(PauseWrite(meta, kComponents, "true"), meta);

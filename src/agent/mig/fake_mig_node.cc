@@ -111,6 +111,11 @@ void FakeMigNode::SetAnnotation(const std::string& key, const std::string& value
   meta_.annotations[key] = value;
 }
 
+void FakeMigNode::RemoveAnnotation(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  meta_.annotations.erase(key);
+}
+
 NodeMeta FakeMigNode::meta() const {
   absl::MutexLock lock(&mu_);
   return meta_;

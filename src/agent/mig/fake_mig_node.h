@@ -51,6 +51,7 @@ class FakeMigNode final : public MigNode {
   void SetLabel(const std::string& key, const std::string& value);
   void RemoveLabel(const std::string& key);
   void SetAnnotation(const std::string& key, const std::string& value);
+  void RemoveAnnotation(const std::string& key);
   NodeMeta meta() const;
   std::optional<std::string> label(const std::string& key) const;
   std::optional<std::string> annotation(const std::string& key) const;

@@ -73,11 +73,10 @@ class GpuApplier {
     absl::StatusOr<hw::Gpu> gpu = Rediscover();
     if (!gpu.ok()) return gpu.status();
     if (gpu->mig_enabled == enabled && !gpu->mig_pending_change) return absl::OkStatus();
+    outcome_.mode_pending = true;
     return absl::FailedPreconditionError(absl::StrCat(
         outcome_.gpu, ": MIG mode ", mode, " is pending a GPU reset",
-        *reset_needed ? " (the driver reports the GPU in use or a reset required)" : "",
-        "; stop what uses the GPU and reset it (nvidia-smi -r -i ", outcome_.gpu_index,
-        ") or reboot the node, then the layout is applied again"));
+        *reset_needed ? " (the driver reports the GPU in use or a reset required)" : ""));
   }
 
   absl::Status CreateAll(const std::vector<std::string>& profiles, const GpuLayout& desired,

@@ -20,7 +20,10 @@ struct GpuOutcome {
   absl::Status status;
   bool changed = false;  // a hardware operation succeeded on it
   bool rebuilt = false;  // kept instances were in the way: it was rebuilt from scratch
-  std::string layout;    // DescribeLayout of what it has afterwards
+  // The mode change was accepted but waits for a GPU reset (the driver found the GPU in use,
+  // or the platform needs a reset or reboot to activate it); `status` says so.
+  bool mode_pending = false;
+  std::string layout;  // DescribeLayout of what it has afterwards
 };
 
 struct ApplyResult {
@@ -40,7 +43,7 @@ using ApplyCheck = std::function<absl::Status(const std::string& step)>;
 
 // Executes `plan` through `accelerator`, GPU by GPU; a GPU that fails does not stop the others.
 // Per GPU: destroy the listed instances; change the MIG mode and re-discover (a change the
-// driver defers to a GPU reset is a failure saying so, unless the mode took effect anyway);
+// driver defers to a GPU reset ends that GPU with `mode_pending`, for the caller to reset it);
 // re-plan once the mode change made the profile table known; create the missing instances in
 // order, and when the hardware finds no placement (ResourceExhausted), destroy everything on
 // that GPU and create the whole layout larger-first once more; finally re-discover and verify

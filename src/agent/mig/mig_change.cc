@@ -9,6 +9,7 @@
 #include "agent/mig/mig_manager.h"
 #include "common/status_macros.h"
 #include "kube/events/event.h"
+#include "kube/types/object_meta.h"
 
 namespace gpuop::agent::mig {
 namespace {
@@ -127,6 +128,73 @@ absl::Status MigManager::HardwareIdle() const {
 
 absl::Status MigManager::ApplyOnHelper(Change& change, const LayoutPlan& plan,
                                        ApplyResult& result) {
+  return RunOnHelper(
+      change,
+      [this, plan](const ApplyCheck& check) { return ApplyLayoutPlan(accelerator_, plan, check); },
+      result);
+}
+
+absl::Status MigManager::ResetAndApply(Change& change, std::vector<int> pending,
+                                       ApplyResult& result) {
+  const std::string gpus = absl::StrJoin(pending, ", ");
+  if (change.initial_state == kStateRebooting) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the MIG mode change did not take effect after rebooting (GPU ", gpus, ")"));
+  }
+  change.step = absl::StrCat("resetting GPU ", gpus);
+  GPUOP_RETURN_IF_ERROR(Proceed(change, change.step));
+  ApplyResult reset;
+  GPUOP_RETURN_IF_ERROR(RunOnHelper(
+      change,
+      [this, pending](const ApplyCheck& check) {
+        ApplyResult out;
+        out.gpus.push_back({.status = check("resetting the GPUs")});
+        if (out.gpus[0].status.ok()) out.gpus[0].status = accelerator_.ResetGpus(pending);
+        return out;
+      },
+      reset));
+  if (const absl::Status refused = reset.status(); !refused.ok()) {
+    if (options_.with_reboot && refused.code() != absl::StatusCode::kCancelled &&
+        refused.code() != absl::StatusCode::kDeadlineExceeded) {
+      change.reboot = true;
+      return absl::FailedPreconditionError(
+          absl::StrCat("the GPU reset that activates the MIG mode was refused (", refused.message(),
+                       "); rebooting the node to apply it"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the GPU reset that activates the MIG mode was refused (GPU ", gpus, ": ",
+        refused.message(),
+        "); stop what still uses the GPU, or reboot the node (with the MIG manager's withReboot "
+        "it reboots the node itself), and the layout is applied again"));
+  }
+  change.step = "re-discovering the GPUs after the reset";
+  GPUOP_RETURN_IF_ERROR(Proceed(change, change.step));
+  absl::StatusOr<hw::Inventory> inventory = accelerator_.Discover();
+  if (!inventory.ok()) return inventory.status();
+  absl::StatusOr<LayoutPlan> plan = PlanLayout(*inventory, change.desired);
+  if (!plan.ok()) return plan.status();
+  change.step = "applying the MIG layout after the reset";
+  ApplyResult again;
+  GPUOP_RETURN_IF_ERROR(ApplyOnHelper(change, *plan, again));
+  // The GPUs changed before the reset stay changed; the second apply decides the outcome.
+  for (GpuOutcome& g : again.gpus) {
+    for (const GpuOutcome& before : result.gpus) {
+      if (before.gpu_index == g.gpu_index) g.changed = g.changed || before.changed;
+    }
+  }
+  for (const GpuOutcome& before : result.gpus) {
+    const bool replanned =
+        std::any_of(again.gpus.begin(), again.gpus.end(),
+                    [&](const GpuOutcome& g) { return g.gpu_index == before.gpu_index; });
+    if (!replanned) again.gpus.push_back(before);
+  }
+  result = std::move(again);
+  return absl::OkStatus();
+}
+
+absl::Status MigManager::RunOnHelper(Change& change,
+                                     std::function<ApplyResult(const ApplyCheck&)> job,
+                                     ApplyResult& result) {
   GPUOP_RETURN_IF_ERROR(HardwareIdle());
   auto run = std::make_shared<HardwareRun>();
   {
@@ -152,8 +220,8 @@ absl::Status MigManager::ApplyOnHelper(Change& change, const LayoutPlan& plan,
     }
     return absl::OkStatus();
   };
-  hardware_threads_.emplace_back([this, run, plan, check = std::move(check)] {
-    ApplyResult applied = ApplyLayoutPlan(accelerator_, plan, check);
+  hardware_threads_.emplace_back([this, run, job = std::move(job), check = std::move(check)] {
+    ApplyResult applied = job(check);
     absl::MutexLock lock(&mu_);
     run->result = std::move(applied);
     run->done = true;
@@ -216,7 +284,12 @@ absl::Status MigManager::RunChange(Change& change, const LayoutPlan& initial_pla
   GPUOP_RETURN_IF_ERROR(Proceed(change, change.step));
   ApplyResult result;
   GPUOP_RETURN_IF_ERROR(ApplyOnHelper(change, *plan, result));
-  absl::Status status = result.status();
+  std::vector<int> pending;
+  for (const GpuOutcome& g : result.gpus) {
+    if (g.mode_pending) pending.push_back(g.gpu_index);
+  }
+  absl::Status status = pending.empty() ? absl::OkStatus() : ResetAndApply(change, pending, result);
+  status.Update(result.status());
   if (status.ok()) change.summary = result.Summary();
 
   // Whatever changed, even in a failed apply, must reach the device plugin and CDI.
@@ -231,6 +304,19 @@ absl::Status MigManager::RunChange(Change& change, const LayoutPlan& initial_pla
 }
 
 void MigManager::Finish(Change& change, const absl::Status& outcome) {
+  if (change.reboot) {
+    // The clients stay paused through the reboot; the sync after it completes the change.
+    const std::string reason = absl::StrCat("MIG layout ", change.layout, ": ", outcome.message());
+    absl::Status written = WriteState(kStateRebooting, reason);
+    NodeWrite request;
+    if (!meta_.annotations.contains(options_.reboot_annotation)) {
+      request.annotations[options_.reboot_annotation] = kube::FormatTimestamp(clock_.Now());
+    }
+    written.Update(Write(request));
+    node_.RecordEvent(kube::EventType::kWarning, "MigConfigRebooting", reason);
+    unfinished_ = !written.ok();
+    return;
+  }
   absl::Status written = Restore();
   const bool was_success = change.initial_state == kStateSuccess;
   if (outcome.ok()) {

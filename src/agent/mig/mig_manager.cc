@@ -166,6 +166,15 @@ MigSyncResult MigManager::Sync() {
     return {.outcome = MigSyncResult::Outcome::kIdle, .status = cleaned};
   }
 
+  if (state == kStateRebooting && meta_.annotations.contains(options_.reboot_annotation)) {
+    // The reboot this manager asked for has not happened yet (the reboot tool removes the
+    // request): the clients stay paused and nothing is touched until it has.
+    return {.outcome = MigSyncResult::Outcome::kDeferred,
+            .layout = layout,
+            .status = absl::UnavailableError(absl::StrCat(
+                "waiting for the reboot requested through ", options_.reboot_annotation))};
+  }
+
   Change change{.layout = layout,
                 .initial_state = state,
                 .deadline = clock_.Now() + options_.change_deadline};

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ inline constexpr char kReasonAnnotation[] = "gpuop.io/mig.config.reason";
 inline constexpr char kStatePending[] = "pending";
 inline constexpr char kStateSuccess[] = "success";
 inline constexpr char kStateFailed[] = "failed";
+inline constexpr char kStateRebooting[] = "rebooting";
 
 struct MigManagerOptions {
   // The mig-parted style configuration (see mig_config.h), re-read at every sync.
@@ -56,6 +58,13 @@ struct MigManagerOptions {
   absl::Duration stop_grace = absl::Seconds(10);
   // Apply even when processes run on GPUs whose layout changes (they will crash).
   bool force = false;
+  // A mode change the GPU reset could not activate (the reset refused: a process still holds a
+  // GPU; or a platform that needs a reboot): with_reboot sets the state `rebooting` and asks for
+  // a reboot through `reboot_annotation` on the Node (the annotation remediation's reboot tool
+  // acts on), as mig-parted's WITH_REBOOT reboots the node; the clients stay paused until the
+  // change completes after the reboot. Without it the change fails, saying a reboot applies it.
+  bool with_reboot = false;
+  std::string reboot_annotation = "gpuop.io/reboot-requested";
   const common::Clock* clock = &common::Clock::Real();
 };
 
@@ -84,8 +93,15 @@ struct MigSyncResult {
 // a hardware call that never returns cannot hold the node), the layout file rewritten, the
 // clients restored and the state set to `success`; any failure sets `failed` with the reason.
 //
+// A mode change the driver leaves pending (it found the GPU in use) is completed with a GPU reset
+// once every client is stopped: the GPUs are reset (nvidia-smi -r, this process's own NVML
+// released meanwhile), re-discovered and the layout applied again. A reset that is refused ends
+// in `failed`, or with `with_reboot` in `rebooting` and a reboot request; the next sync after
+// the reboot completes the change, or fails it when the mode still did not take effect.
+//
 // Never wedged in `pending`: every path out of a change (failure, the deadline, Stop()) ends in
-// `success` or `failed` with the clients restored. What cannot be written right then (API down)
+// `success` or `failed` with the clients restored (or `rebooting`, clients paused, while the
+// reboot request stands). What cannot be written right then (API down)
 // is retried by the next sync, which also recovers a node an earlier agent left `pending` or
 // paused: the pause record on the Node restores the clients' exact earlier values.
 //
@@ -142,7 +158,13 @@ class MigManager {
   absl::Status WaitForClients(Change& change);
   // FailedPrecondition while a hardware run has not returned.
   absl::Status HardwareIdle() const;
+  // Runs `job` on a helper thread (a driver call that never returns cannot hold the node), until
+  // it returns, the change's deadline or Stop().
+  absl::Status RunOnHelper(Change& change, std::function<ApplyResult(const ApplyCheck&)> job,
+                           ApplyResult& result);
   absl::Status ApplyOnHelper(Change& change, const LayoutPlan& plan, ApplyResult& result);
+  // Resets the GPUs whose mode change is pending and applies the layout again.
+  absl::Status ResetAndApply(Change& change, std::vector<int> pending, ApplyResult& result);
   // OK while the change may go on; DeadlineExceeded after its deadline, Cancelled on Stop().
   absl::Status Proceed(const Change& change, const std::string& step) const;
   // Waits on the clock until `deadline` or Stop(); false when stopped.

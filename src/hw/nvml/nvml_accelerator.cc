@@ -75,6 +75,26 @@ NvmlAccelerator::~NvmlAccelerator() {
 
 int64_t NvmlAccelerator::calls() const { return calls_.load(); }
 
+absl::Status NvmlAccelerator::ResetGpus(const std::vector<int>& gpu_indexes) {
+  if (!reset_gpus_) return absl::UnimplementedError("no GPU reset command is configured");
+  std::vector<std::string> bus_ids;
+  for (int index : gpu_indexes) {
+    GPUOP_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(index));
+    nvmlPciInfo_t pci{};
+    GPUOP_RETURN_IF_ERROR(
+        Call(lib_->fn().nvmlDeviceGetPciInfo_v3, "nvmlDeviceGetPciInfo_v3", index, device, &pci));
+    bus_ids.push_back(NormalizePciBusId(CString(pci.busId, sizeof(pci.busId))));
+  }
+  absl::MutexLock lock(&mu_);
+  // The event set holds the GPUs too; it is registered again by the next WaitEvents.
+  if (event_set_ != nullptr && lib_->fn().nvmlEventSetFree != nullptr) {
+    lib_->fn().nvmlEventSetFree(event_set_);
+  }
+  event_set_ = nullptr;
+  event_devices_.clear();
+  return lib_->WhileReleased([&] { return reset_gpus_(bus_ids); });
+}
+
 absl::StatusOr<nvmlDevice_t> NvmlAccelerator::Handle(int gpu_index) const {
   nvmlDevice_t device = nullptr;
   GPUOP_RETURN_IF_ERROR(Call(lib_->fn().nvmlDeviceGetHandleByIndex_v2,

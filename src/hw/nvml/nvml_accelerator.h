@@ -2,6 +2,7 @@
 #define GPUOP_HW_NVML_NVML_ACCELERATOR_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,6 +27,9 @@ struct NvmlOptions {
   // numa_node, as NVIDIA's device plugin does (nvmlDeviceGetNumaNodeId answers only where a
   // GPU is a NUMA node of its own, so x86 nodes would have no topology).
   std::string sysfs_root = "/sys";
+  // Resets the GPUs at these PCI bus ids ("0000:18:00.0"), as `nvidia-smi -r -i <ids>` does;
+  // called while this process has NVML shut down. Unset: ResetGpus is Unimplemented.
+  std::function<absl::Status(const std::vector<std::string>& pci_bus_ids)> reset_gpus;
 };
 
 // The NVIDIA backend: NVML through dlopen.
@@ -54,6 +58,10 @@ class NvmlAccelerator final : public Accelerator {
   [[nodiscard]] absl::StatusOr<MigDevice> CreateMigDevice(int gpu_index,
                                                           const std::string& profile) override;
   [[nodiscard]] absl::Status DestroyMigDevice(int gpu_index, unsigned int gpu_instance_id) override;
+  // Shuts NVML down (freeing the event set, which is registered again at the next WaitEvents),
+  // runs NvmlOptions::reset_gpus for the GPUs' bus ids and initialises NVML again. No other
+  // call may run meanwhile: the MIG manager, its only caller, serialises its hardware work.
+  [[nodiscard]] absl::Status ResetGpus(const std::vector<int>& gpu_indexes) override;
 
   // NVML calls made so far (for the benchmark and for tests that count work).
   int64_t calls() const;
@@ -62,7 +70,10 @@ class NvmlAccelerator final : public Accelerator {
 
  private:
   NvmlAccelerator(std::unique_ptr<NvmlLibrary> library, const NvmlOptions& options)
-      : lib_(std::move(library)), clock_(*options.clock), sysfs_root_(options.sysfs_root) {}
+      : lib_(std::move(library)),
+        clock_(*options.clock),
+        sysfs_root_(options.sysfs_root),
+        reset_gpus_(options.reset_gpus) {}
 
   // Wraps an NVML call: counts it and turns the code into a Status naming call and GPU.
   template <typename Fn, typename... Args>
@@ -87,6 +98,7 @@ class NvmlAccelerator final : public Accelerator {
   std::unique_ptr<NvmlLibrary> lib_;
   const common::Clock& clock_;
   const std::string sysfs_root_;
+  const std::function<absl::Status(const std::vector<std::string>&)> reset_gpus_;
   mutable std::atomic<int64_t> calls_{0};
   absl::Mutex mu_;
   nvmlEventSet_t event_set_ ABSL_GUARDED_BY(mu_) = nullptr;

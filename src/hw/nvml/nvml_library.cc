@@ -86,6 +86,20 @@ NvmlLibrary::~NvmlLibrary() {
   dlclose(handle_);
 }
 
+absl::Status NvmlLibrary::WhileReleased(const std::function<absl::Status()>& released) {
+  if (fn_.nvmlShutdown == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("NVML (", path_, ") is not initialised"));
+  }
+  fn_.nvmlShutdown();
+  absl::Status status = released();
+  const nvmlReturn_t init = fn_.nvmlInit_v2();
+  if (init == NVML_SUCCESS) return status;
+  fn_.nvmlShutdown = nullptr;  // not initialised: the destructor must not shut it down
+  status.Update(absl::FailedPreconditionError(absl::StrCat(
+      "nvmlInit_v2 (", path_, ") after the reset: ", ErrorString(init), " (", init, ")")));
+  return status;
+}
+
 std::string NvmlLibrary::ErrorString(nvmlReturn_t code) const {
   if (fn_.nvmlErrorString != nullptr) {
     if (const char* text = fn_.nvmlErrorString(code)) return text;

@@ -1,6 +1,7 @@
 #ifndef GPUOP_HW_NVML_NVML_LIBRARY_H_
 #define GPUOP_HW_NVML_NVML_LIBRARY_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,12 @@ class NvmlLibrary {
 
   const NvmlFunctions& fn() const { return fn_; }
   const std::string& path() const { return path_; }
+
+  // Shuts NVML down (the last reference: NVML no longer holds the driver's device nodes), runs
+  // `released`, and initialises NVML again; handles from before are invalid afterwards. Returns
+  // the result of `released`, or, when that was OK, the failure to initialise again. Not to be
+  // called while another thread is in an NVML call.
+  [[nodiscard]] absl::Status WhileReleased(const std::function<absl::Status()>& released);
 
   // NVML's text for a return code.
   std::string ErrorString(nvmlReturn_t code) const;

@@ -20,6 +20,8 @@ struct MigManager::Change {
   DesiredLayout desired;
   bool in_place = false;  // nothing to change at all
   std::string summary;    // the layout per GPU, for the success reason
+  // A refused reset with with_reboot: end in `rebooting` with the reboot requested.
+  bool reboot = false;
 };
 
 // A run of ApplyLayoutPlan on a helper thread. Fields are guarded by the manager's mu_.
