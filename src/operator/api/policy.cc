@@ -353,6 +353,7 @@ absl::Status ReadComponents(const Reader& r, ComponentsSpec& c) {
   const Reader mig = r.Child("migManager");
   GPUOP_RETURN_IF_ERROR(mig.Bool("enabled", c.mig_manager));
   GPUOP_RETURN_IF_ERROR(mig.String("config", c.mig_config));
+  GPUOP_RETURN_IF_ERROR(mig.Bool("withReboot", c.mig_with_reboot));
   const Reader power = r.Child("powerManager");
   GPUOP_RETURN_IF_ERROR(power.Bool("enabled", c.power_manager));
   GPUOP_RETURN_IF_ERROR(power.Duration("idleAfter", c.power_idle_after));

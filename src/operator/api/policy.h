@@ -141,6 +141,9 @@ struct ComponentsSpec {
   bool validator = true;
   bool mig_manager = false;
   std::string mig_config;  // ConfigMap name
+  // A MIG mode change whose GPU reset is refused reboots the node (through remediation's reboot
+  // annotation), as mig-parted's WITH_REBOOT does; otherwise it fails.
+  bool mig_with_reboot = false;
   bool power_manager = false;
   absl::Duration power_idle_after = absl::Minutes(10);
   int power_floor_percent = 60;

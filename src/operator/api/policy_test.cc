@@ -47,7 +47,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
                                 "serviceMonitor": {"enabled": true, "interval": "1m",
                                                    "additionalLabels": {"release": "prom"}}},
                    "health": {"ignoredXids": [13], "xidActions": {"109": "RestartApp"}},
-                   "migManager": {"enabled": true, "config": "mig-layouts"}},
+                   "migManager": {"enabled": true, "config": "mig-layouts", "withReboot": true}},
     "upgrade": {"maxParallel": 3, "maxUnavailable": 2,
                 "drain": {"enabled": true, "timeout": "1h30m"}},
     "remediation": {"steps": ["Taint", "RequestReboot", "Validate", "Untaint"]}})");
@@ -66,6 +66,7 @@ TEST(PolicyTest, ReadsEveryKindOfField) {
   EXPECT_EQ(s.components.xid_actions, (std::map<int64_t, std::string>{{109, "RestartApp"}}));
   EXPECT_TRUE(s.Enabled(Component::kMigManager));
   EXPECT_EQ(s.components.mig_config, "mig-layouts");
+  EXPECT_TRUE(s.components.mig_with_reboot);
   EXPECT_EQ(s.upgrade.max_parallel, 3);
   EXPECT_FALSE(s.upgrade.max_unavailable.percent);
   EXPECT_EQ(s.upgrade.max_unavailable.Resolve(100), 2);

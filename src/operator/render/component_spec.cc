@@ -167,7 +167,9 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       break;
     case Component::kMigManager:
       s.command = Agent({"mig", kHostRootFlag, "--config-file=/etc/gpuop/mig/config.yaml",
-                         "--layout-file=/run/gpuop/mig-layout"});
+                         "--layout-file=/run/gpuop/mig-layout",
+                         "--reboot-annotation=" + policy.remediation.reboot_annotation});
+      if (c.mig_with_reboot) s.command.push_back("--with-reboot");
       s.mounts = {kHostRoot, kRunGpuop};
       // Pauses GPU clients through their deploy labels and waits for their pods to go.
       s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}},

@@ -37,6 +37,7 @@ struct Scenario {
 inline std::vector<Scenario> Scenarios() {
   PolicySpec everything = DefaultPolicy();
   everything.components.mig_manager = true;
+  everything.components.mig_with_reboot = true;
   everything.components.power_manager = true;
   everything.components.runtime_kind = "containerd";
   everything.image_pull_secrets = {"registry"};
