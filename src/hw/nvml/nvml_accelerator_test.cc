@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -29,7 +31,8 @@ class NvmlAcceleratorTest : public ::testing::Test {
   }
 
   // Opens the fake machine `scenario` (a preset name).
-  void Open(const char* scenario, bool with_control = false) {
+  void Open(const char* scenario, bool with_control = false,
+            std::function<absl::Status(const std::vector<std::string>&)> reset = nullptr) {
     setenv("GPUOP_FAKE_NVML_SCENARIO", scenario, 1);
     if (with_control) {
       control_ = std::filesystem::temp_directory_path() /
@@ -44,8 +47,9 @@ class NvmlAcceleratorTest : public ::testing::Test {
     std::filesystem::remove_all(sysfs_);
     std::filesystem::create_directories(sysfs_);
     fakes::NvidiaHgxNode(sysfs_);
-    auto nvml = NvmlAccelerator::Open(
-        {.library_path = GPUOP_FAKE_NVML_LIBRARY, .sysfs_root = sysfs_.string()});
+    auto nvml = NvmlAccelerator::Open({.library_path = GPUOP_FAKE_NVML_LIBRARY,
+                                       .sysfs_root = sysfs_.string(),
+                                       .reset_gpus = std::move(reset)});
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
   }
@@ -74,6 +78,48 @@ class NvmlAcceleratorTest : public ::testing::Test {
   std::filesystem::path control_;
   std::filesystem::path sysfs_;
 };
+
+// A reset runs with this process's NVML shut down (the driver refuses a reset while any process,
+// this one included, holds the GPU), gets the GPUs' bus ids, and NVML works again afterwards;
+// events are registered again.
+TEST_F(NvmlAcceleratorTest, ResetReleasesNvmlForTheResetAndTakesItBack) {
+  std::vector<std::string> reset_ids;
+  int count_during_reset = -1;
+  Open("h100-8x-nvswitch", /*with_control=*/true, [&](const std::vector<std::string>& ids) {
+    reset_ids = ids;
+    void* lib = dlopen(GPUOP_FAKE_NVML_LIBRARY, RTLD_NOW | RTLD_NOLOAD);
+    auto count = reinterpret_cast<int (*)(unsigned int*)>(dlsym(lib, "nvmlDeviceGetCount_v2"));
+    unsigned int n = 0;
+    count_during_reset = count(&n);
+    dlclose(lib);
+    return absl::OkStatus();
+  });
+  const Inventory before = Discover();
+  ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());  // registers the event set
+  ASSERT_TRUE(nvml_->ResetGpus({2, 5}).ok());
+  EXPECT_EQ(reset_ids,
+            (std::vector<std::string>{before.gpus[2].pci_bus_id, before.gpus[5].pci_bus_id}));
+  EXPECT_EQ(count_during_reset, 1) << "NVML_ERROR_UNINITIALIZED while the reset runs";
+  EXPECT_EQ(Discover().gpus.size(), 8u);
+  ASSERT_TRUE(nvml_->WaitEvents(absl::Milliseconds(1)).ok());  // a new event set
+  Control("xid 3 48");
+  const std::vector<HardwareEvent> events = NextEvents();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].gpu_index, 3);
+}
+
+TEST_F(NvmlAcceleratorTest, AFailedResetIsReportedAndNvmlStillWorks) {
+  Open("h100-8x-nvswitch", false, [](const std::vector<std::string>&) {
+    return absl::FailedPreconditionError("nvidia-smi -r: in use");
+  });
+  EXPECT_THAT(std::string(nvml_->ResetGpus({0}).message()), HasSubstr("nvidia-smi -r: in use"));
+  EXPECT_EQ(Discover().gpus.size(), 8u);
+}
+
+TEST_F(NvmlAcceleratorTest, WithoutAResetCommandResetIsUnimplemented) {
+  Open("h100-8x-nvswitch");
+  EXPECT_EQ(nvml_->ResetGpus({0}).code(), absl::StatusCode::kUnimplemented);
+}
 
 TEST_F(NvmlAcceleratorTest, MissingLibraryIsNotFound) {
   auto nvml = NvmlAccelerator::Open({.library_path = "/nonexistent/libnvidia-ml.so.1"});
