@@ -58,15 +58,26 @@ std::string CanonicalDevRoot(std::string path) {
   return path;
 }
 
-bool HoldsNode(const std::string& fd_path, const std::string& dev_root, std::string* name) {
+bool HoldsNode(const std::string& fd_path, const HolderQuery& query, const std::string& dev_root,
+               std::string* name) {
   struct stat info {};
-  if (stat(fd_path.c_str(), &info) != 0 || !S_ISCHR(info.st_mode) ||
-      info.st_rdev != makedev(kNodeMajor, kNodeMinor)) {
+  if (stat(fd_path.c_str(), &info) != 0) return false;
+  const bool listed = std::any_of(
+      query.open_files.begin(), query.open_files.end(),
+      [&](const FileId& file) { return file.device == info.st_dev && file.inode == info.st_ino; });
+  if (!listed && (!S_ISCHR(info.st_mode) || info.st_rdev != makedev(kNodeMajor, kNodeMinor))) {
     return false;
   }
   const std::string target = ReadLink(fd_path);
-  if (!absl::StartsWith(BaseName(target), "nvidia")) return false;
-  if (dev_root != "/dev" && !absl::StartsWith(target, dev_root + "/")) return false;
+  if (!listed) {
+    const std::string base = BaseName(target);
+    if (!absl::StartsWith(base, "nvidia")) return false;
+    if (!query.node_names.empty() && std::find(query.node_names.begin(), query.node_names.end(),
+                                               base) == query.node_names.end()) {
+      return false;
+    }
+    if (dev_root != "/dev" && !absl::StartsWith(target, dev_root + "/")) return false;
+  }
   *name = target;
   return true;
 }
@@ -118,7 +129,7 @@ std::vector<Holder> FindHolders(const HolderQuery& query) {
     holder.pid = pid;
     for (const std::string& fd : ListDir(dir + "/fd")) {
       std::string node;
-      if (HoldsNode(absl::StrCat(dir, "/fd/", fd), dev_root, &node) &&
+      if (HoldsNode(absl::StrCat(dir, "/fd/", fd), query, dev_root, &node) &&
           std::find(holder.what.begin(), holder.what.end(), node) == holder.what.end()) {
         holder.what.push_back(node);
       }

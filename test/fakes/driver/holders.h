@@ -15,6 +15,11 @@
 //   - it maps (/proc/<pid>/maps) one of `libraries`: same inode, and the same device or the same
 //     file name (a bind mount of an overlayfs file can show the layer's device on some kernels).
 // The scanning process itself never counts.
+//
+// The fake NVML (../nvml) asks the same question about one GPU: whether a process other than the
+// caller holds that GPU's node (`node_names`, `open_files`), which keeps a MIG mode change
+// pending and refuses a GPU reset, as the real driver does. This is a static library of its
+// own (gpuop_fake_holders) that both link; it needs nothing but glibc and absl.
 
 #include <string>
 #include <vector>
@@ -34,6 +39,11 @@ struct HolderQuery {
   pid_t self = 0;  // excluded; 0: getpid()
   std::string dev_root = "/dev";
   std::vector<FileId> libraries;
+  // When set, a simulated node counts only with one of these file names ("nvidia3").
+  std::vector<std::string> node_names;
+  // Files that count when open, whatever their kind (same device and inode): outside /dev, a
+  // regular file may stand in for a device node (the fake NVML's tests use such files).
+  std::vector<FileId> open_files;
 };
 
 struct Holder {

@@ -131,6 +131,31 @@ TEST_F(HoldersTest, FindsARealProcessHoldingANode) {
   EXPECT_THAT(holders[0].what, ElementsAre(node));
 }
 
+// What the fake NVML asks about one GPU: only that GPU's node counts, and outside /dev a regular
+// file standing in for it (open_files) counts too.
+TEST_F(HoldersTest, FindsTheHoldersOfOneGpusNode) {
+  const std::string node3 = Node("nvidia3");
+  const std::string node4 = Node("nvidia4");
+  if (skip_) GTEST_SKIP() << "mknod is not permitted here";
+  const std::string file = dir_ + "/nvidia5";
+  Write(file, "");
+  FileId id;
+  ASSERT_TRUE(IdentifyFile(file, &id));
+  const pid_t child =
+      Child([&] { return open(node4.c_str(), O_RDWR) >= 0 && open(file.c_str(), O_RDWR) >= 0; });
+  ASSERT_GT(child, 0);
+  EXPECT_THAT(FindHolders({.dev_root = dev_, .node_names = {"nvidia3"}}), IsEmpty());
+  const std::vector<Holder> four = FindHolders({.dev_root = dev_, .node_names = {"nvidia4"}});
+  ASSERT_EQ(four.size(), 1u);
+  EXPECT_EQ(four[0].pid, child);
+  EXPECT_THAT(four[0].what, ElementsAre(node4));
+  const std::vector<Holder> five =
+      FindHolders({.dev_root = dev_, .node_names = {"nvidia5"}, .open_files = {id}});
+  ASSERT_EQ(five.size(), 1u);
+  EXPECT_THAT(five[0].what, ElementsAre(file));
+  EXPECT_THAT(FindHolders({.self = child, .dev_root = dev_, .node_names = {"nvidia4"}}), IsEmpty());
+}
+
 TEST_F(HoldersTest, FindsARealProcessMappingTheLibrary) {
   const std::string library = dir_ + "/libnvidia-ml.so.570.86.15";
   Write(library, std::string(8192, 'x'));

@@ -263,12 +263,21 @@ int RunInit(const Options& options) {
                                                           .nvidia_smi = NvidiaSmiSource()});
   if (!installed.ok()) return Fail(installed.status());
   // The node's control file for the fake NVML (test/fakes/nvml/README.md): empty after a load,
-  // as a reload resets every GPU (a GPU off the bus answers again).
+  // as a reload resets every GPU (a GPU off the bus answers again). Likewise the node's MIG state
+  // goes: every GPU starts again from the scenario's MIG mode and instances. (A published tree
+  // copies the library, so its directory is another; the tree is new at each load.)
   {
-    const std::string control =
-        (std::filesystem::path(options.root) / kLibraryDir / fakenvml::kNodeControlFile).string();
+    const std::filesystem::path libraries = std::filesystem::path(options.root) / kLibraryDir;
+    const std::string control = (libraries / fakenvml::kNodeControlFile).string();
     std::ofstream(control, std::ios::trunc).flush();
     chmod(control.c_str(), 0644);
+    for (const std::filesystem::path& dir :
+         {libraries, std::filesystem::path(options.driver_root) / kLibraryDir}) {
+      const std::string state = (dir / fakenvml::kNodeStateFile).string();
+      if (unlink(state.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) {
+        return Fail(absl::UnavailableError(absl::StrCat("remove ", state, ": ", Errno())));
+      }
+    }
   }
 
   Say("Mounting NVIDIA driver rootfs...");

@@ -403,5 +403,95 @@ TEST_F(NvidiaDriverTest, NvidiaSmiAnswersLikeTheRealOne) {
   EXPECT_EQ(Run(GPUOP_FAKE_NVIDIA_SMI, {"-q"}, env).code, 2);
 }
 
+// nvidia-smi -r: each GPU named by index, PCI bus id (either spelling) or UUID is reset through
+// the simulated NVML, unless another process uses it; the reset is the node's (the state file
+// beside the installed library), and a driver reload starts the node's MIG state again.
+TEST_F(NvidiaDriverTest, NvidiaSmiResetsTheGpusNoOtherProcessUses) {
+  if (!skip_.empty()) GTEST_SKIP() << skip_;
+  pid_t init = StartInit(Env("a100-8x-mig"));
+  ASSERT_GT(init, 0) << last_.out << last_.err;
+  absl::StatusOr<fakenvml::Scenario> scenario =
+      fakenvml::ParseScenario(Read(Preset("a100-8x-mig")), Preset("a100-8x-mig"), "node-a");
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  const std::vector<std::string> env = {absl::StrCat("LD_LIBRARY_PATH=", Library())};
+  auto mig_lines = [&] {
+    const Result listed = Run(GPUOP_FAKE_NVIDIA_SMI, {"-L"}, env);
+    EXPECT_EQ(listed.code, 0) << listed.out;
+    const std::vector<std::string> lines = absl::StrSplit(listed.out, '\n', absl::SkipEmpty());
+    return lines.size() - 8;
+  };
+  EXPECT_EQ(mig_lines(), 7u + 2 + 4) << "GPUs 0, 1 and 2 are partitioned";
+
+  const Result some = Run(
+      GPUOP_FAKE_NVIDIA_SMI,
+      {"-r", "-i", absl::StrCat("0,00000000:0F:00.0,", scenario->gpus[2].uuid, ",0000:4e:00.0")},
+      env);
+  EXPECT_EQ(some.code, 0) << some.out << some.err;
+  EXPECT_EQ(some.out,
+            "GPU 00000000:07:00.0 was successfully reset.\n"
+            "GPU 00000000:0F:00.0 was successfully reset.\n"
+            "GPU 00000000:47:00.0 was successfully reset.\n"
+            "GPU 00000000:4E:00.0 was successfully reset.\n"
+            "All done.\n");
+  EXPECT_EQ(mig_lines(), 0u) << "a reset destroys the GPU's instances, for every process";
+
+  const std::string node = dev_ + "/nvidia3";
+  const pid_t holder = Holder([&] { return open(node.c_str(), O_RDWR) >= 0; });
+  ASSERT_GT(holder, 0);
+  const Result busy = Run(GPUOP_FAKE_NVIDIA_SMI, {"--gpu-reset", "--id=3"}, env);
+  EXPECT_EQ(busy.code, 255) << busy.out;
+  EXPECT_THAT(busy.out, HasSubstr("GPU 00000000:4E:00.0 was not reset: another process is using "
+                                  "it. Stop every process that uses the GPU"));
+  EXPECT_THAT(busy.out, Not(HasSubstr("All done.")));
+  const Result every = Run(GPUOP_FAKE_NVIDIA_SMI, {"-r"}, env);
+  EXPECT_EQ(every.code, 255) << every.out;
+  EXPECT_THAT(every.out, HasSubstr("GPU 00000000:BD:00.0 was successfully reset."));
+  Kill(holder);
+  const Result all = Run(GPUOP_FAKE_NVIDIA_SMI, {"-r"}, env);
+  EXPECT_EQ(all.code, 0) << all.out;
+  EXPECT_THAT(all.out, HasSubstr("GPU 00000000:4E:00.0 was successfully reset.\nGPU "));
+  EXPECT_THAT(all.out, HasSubstr("All done.\n"));
+
+  for (const char* id : {"8", "GPU-00000000-0000-0000-0000-000000000000", "0000:99:00.0", "x"}) {
+    const Result unknown = Run(GPUOP_FAKE_NVIDIA_SMI, {"-r", "-i", id}, env);
+    EXPECT_EQ(unknown.code, 6) << id << ": " << unknown.out;
+    EXPECT_THAT(unknown.out, HasSubstr("No devices were found")) << id;
+  }
+  EXPECT_EQ(Run(GPUOP_FAKE_NVIDIA_SMI, {"-r", "-L"}, env).code, 2);
+  EXPECT_EQ(Run(GPUOP_FAKE_NVIDIA_SMI, {"-i", "0"}, env).code, 2);
+
+  // A reload resets every GPU: the scenario's layout again.
+  kill(init, SIGTERM);
+  ASSERT_EQ(Wait(init).code, 0);
+  init = StartInit(Env("a100-8x-mig"));
+  ASSERT_GT(init, 0) << last_.out << last_.err;
+  EXPECT_EQ(mig_lines(), 13u);
+  kill(init, SIGTERM);
+  EXPECT_EQ(Wait(init).code, 0);
+}
+
+TEST_F(NvidiaDriverTest, NvidiaSmiResetNeedsTheSimulatedNvml) {
+  // A real NVML has every nvml* entry point and no simulated reset: the fake with its reset's
+  // name changed in the file stands in for one.
+  std::string image = Read(absl::StrCat(GPUOP_FAKE_DRIVER_LIB_DIR, "/libnvidia-ml.so.1"));
+  const std::string name = "gpuop_fake_nvml_reset_gpu";
+  ASSERT_NE(image.find(name), std::string::npos);
+  for (size_t at = image.find(name); at != std::string::npos; at = image.find(name, at)) {
+    image.replace(at, name.size(), "gpuop_fake_nvml_reset_off");
+  }
+  const std::string lib = dir_ + "/lib";
+  ASSERT_EQ(mkdir(lib.c_str(), 0755), 0);
+  std::ofstream(lib + "/libnvidia-ml.so.1", std::ios::binary) << image;
+  const Result result = Run(GPUOP_FAKE_NVIDIA_SMI, {"-r"},
+                            {absl::StrCat("LD_LIBRARY_PATH=", lib),
+                             absl::StrCat("GPUOP_FAKE_NVML_SCENARIO=", Preset("l4-4x-pcie"))});
+  EXPECT_EQ(result.code, 3) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("only that one can reset a simulated GPU"));
+  const Result listed = Run(GPUOP_FAKE_NVIDIA_SMI, {"-L"},
+                            {absl::StrCat("LD_LIBRARY_PATH=", lib),
+                             absl::StrCat("GPUOP_FAKE_NVML_SCENARIO=", Preset("l4-4x-pcie"))});
+  EXPECT_EQ(listed.code, 0) << "the rest still loads: " << listed.out << listed.err;
+}
+
 }  // namespace
 }  // namespace gpuop::fakedriver

@@ -71,6 +71,7 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(absl::string_view
       {"process-exit", Action::Kind::kProcessExit, "<pid>", 3, 3},
       {"fail", Action::Kind::kFail, "<call|*> <error>", 4, 4},
       {"unfail", Action::Kind::kUnfail, "", 2, 2},
+      {"reset", Action::Kind::kReset, "", 2, 2},
   };
   const auto* spec = std::find_if(std::begin(kVerbs), std::end(kVerbs),
                                   [&](const auto& candidate) { return candidate.verb == verb; });
@@ -78,7 +79,7 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(absl::string_view
     return absl::InvalidArgumentError(
         absl::StrCat("unknown command \"", verb,
                      "\" (xid, ecc-sbe, ecc-dbe, lost, recover, set, process, process-exit, "
-                     "fail, unfail, advance)"));
+                     "fail, unfail, reset, advance)"));
   }
   const bool paired = spec->max_words > spec->min_words;  // optional GI/CI pair
   if (words.size() < spec->min_words || words.size() > spec->max_words ||

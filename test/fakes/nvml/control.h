@@ -10,6 +10,7 @@
 //   process-exit <gpu> <pid>
 //   fail <gpu> <call|*> <error>   the call (every call: *) answers NO_PERMISSION, UNKNOWN, ...
 //   unfail <gpu>                  every injected error of the GPU is gone
+//   reset <gpu>                   a GPU reset (Machine::ResetGpu), unless simulated processes run
 //   advance <duration>            moves the scenario clock forward
 // <gpu> is an index or "all".
 

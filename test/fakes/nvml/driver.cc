@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "test/fakes/nvml/device_nodes.h"
 #include "test/fakes/nvml/embedded.h"
+#include "test/fakes/nvml/mig.h"
 
 namespace gpuop::fakenvml {
 namespace {
@@ -134,6 +135,15 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
   }
   control_.reset();
   if (!control.empty()) control_.emplace(control);
+  // The node's MIG state outlives processes as the kernel driver's does: in a file every process
+  // of the node shares. Without one, it stays in this process (and goes with the last shutdown).
+  std::string state = Env("GPUOP_FAKE_NVML_STATE");
+  if (state.empty() && absl::StrContains(origin, "(embedded scenario)")) {
+    state = absl::StrCat(LibraryDir(), "/", kNodeStateFile);
+  }
+  node_state_.reset();
+  if (!state.empty()) node_state_.emplace(state);
+  (*machine)->set_shared_mig_state(node_state_.has_value());
   return machine;
 }
 
@@ -151,6 +161,7 @@ nvmlReturn_t Driver::Init() {
       last_failure_ = reason;
     }
     control_.reset();
+    node_state_.reset();
     CloseDeviceNodes(device_fds_);
     return machine.status().code() == absl::StatusCode::kPermissionDenied
                ? NVML_ERROR_NO_PERMISSION
@@ -171,6 +182,7 @@ nvmlReturn_t Driver::Shutdown() {
   if (--refcount_ == 0) {
     machine_.reset();
     control_.reset();
+    node_state_.reset();
     CloseDeviceNodes(device_fds_);
     ++generation_;
     cv_.notify_all();
@@ -184,7 +196,75 @@ int64_t Driver::NowMsLocked() const {
   return advanced_ms_ + static_cast<int64_t>(real_ms * time_scale_);
 }
 
+void Driver::ReportNodeStateLocked(const absl::Status& problem) {
+  const std::string text(problem.message());
+  if (!reported_.insert(text).second) return;
+  std::fprintf(stderr,
+               "gpuop fake NVML: node MIG state: %s (MIG changes made here stay in this process)\n",
+               text.c_str());
+}
+
+void Driver::AdoptNodeStateLocked(const NodeMigState& state) {
+  for (unsigned int i = 0; i < machine_->gpu_count(); ++i) {
+    GpuState& gpu = machine_->gpu(i);
+    const auto entry = state.find(gpu.spec.uuid);
+    if (entry == state.end() || entry->second == MigRecordOf(gpu)) continue;
+    if (absl::Status adopted = AdoptMigRecord(gpu, entry->second, machine_->handles());
+        !adopted.ok()) {
+      ReportNodeStateLocked(absl::InvalidArgumentError(
+          absl::StrCat(node_state_->path(), ": ", gpu.spec.uuid, ": ", adopted.message())));
+    }
+  }
+}
+
+void Driver::PollNodeStateLocked() {
+  if (!node_state_) return;
+  std::optional<absl::StatusOr<NodeMigState>> changed = node_state_->ReadIfChanged();
+  if (!changed.has_value()) return;
+  if (!changed->ok()) {
+    ReportNodeStateLocked(changed->status());
+    return;
+  }
+  AdoptNodeStateLocked(**changed);
+}
+
+nvmlReturn_t Driver::ChangeMigLocked(absl::FunctionRef<nvmlReturn_t()> change) {
+  if (!node_state_) return change();
+  absl::StatusOr<NodeStateFile::Lock> lock = node_state_->LockExclusive();
+  std::optional<NodeMigState> state;
+  if (!lock.ok()) {
+    ReportNodeStateLocked(lock.status());
+  } else if (absl::StatusOr<NodeMigState> read = node_state_->Read(); !read.ok()) {
+    // Not overwritten: what cannot be parsed here may be another writer's.
+    ReportNodeStateLocked(read.status());
+  } else {
+    state = *std::move(read);
+    AdoptNodeStateLocked(*state);
+  }
+  std::vector<GpuMigRecord> before;
+  for (unsigned int i = 0; i < machine_->gpu_count(); ++i) {
+    before.push_back(MigRecordOf(machine_->gpu(i)));
+  }
+  const nvmlReturn_t result = change();
+  if (!state.has_value()) return result;
+  bool changed = false;
+  for (unsigned int i = 0; i < machine_->gpu_count(); ++i) {
+    const GpuState& gpu = machine_->gpu(i);
+    GpuMigRecord after = MigRecordOf(gpu);
+    if (after == before[i]) continue;
+    (*state)[gpu.spec.uuid] = std::move(after);
+    changed = true;
+  }
+  if (changed) {
+    if (absl::Status written = node_state_->Write(*state); !written.ok()) {
+      ReportNodeStateLocked(written);
+    }
+  }
+  return result;
+}
+
 void Driver::SyncLocked() {
+  PollNodeStateLocked();
   if (control_) {
     for (const auto& [number, line] : control_->ReadNewLines()) {
       absl::StatusOr<std::optional<ControlCommand>> command = ParseControlLine(line);

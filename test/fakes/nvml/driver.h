@@ -14,6 +14,9 @@
 //   GPUOP_FAKE_NVML_TIME_SCALE  scenario seconds per real second (default 1; 0 freezes the
 //                               clock so that only "advance" moves it)
 //   GPUOP_FAKE_NVML_NODE        mixed into derived UUIDs and serials (e.g. the node name)
+//   GPUOP_FAKE_NVML_STATE       the node's MIG state file (node_state.h); unset with an embedded
+//                               scenario: kNodeStateFile beside the library; neither: MIG state
+//                               stays in this process and goes with the last nvmlShutdown
 // A scenario with `device_nodes` makes the GPUs a process sees depend on the device nodes it can
 // open (device_nodes.h); the library holds them open while initialised.
 
@@ -23,14 +26,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "hw/nvml/nvml_abi.h"
 #include "test/fakes/nvml/control.h"
 #include "test/fakes/nvml/machine.h"
 #include "test/fakes/nvml/node_control.h"
+#include "test/fakes/nvml/node_state.h"
 
 namespace gpuop::fakenvml {
 
@@ -58,6 +64,19 @@ class Driver {
     return result;
   }
 
+  // As Run, for a call that may change MIG state (mode, instances, a reset). With a node state
+  // file, fn runs holding the file's lock, on the machine brought up to date with the file read
+  // inside that lock, and what it changed is written back before the lock is released. A file
+  // that cannot be locked, read or written is reported once on stderr and the change stays in
+  // this process.
+  template <typename Fn>
+  nvmlReturn_t RunMigChange(Fn&& fn) {
+    std::lock_guard lock(mu_);
+    if (machine_ == nullptr) return NVML_ERROR_UNINITIALIZED;
+    SyncLocked();
+    return ChangeMigLocked([&] { return fn(*machine_); });
+  }
+
   // nvmlEventSetWait_v2: blocks up to `timeout_ms` for an event on `set`, releasing the lock while
   // it waits; TIMEOUT when none arrives.
   nvmlReturn_t WaitEvent(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms);
@@ -69,8 +88,16 @@ class Driver {
   // From GPUOP_FAKE_NVML_SCENARIO, else from the library's embedded scenario; `origin` names
   // where it came from, for errors.
   absl::StatusOr<Scenario> LoadScenario(std::string* origin);
-  // Applies control-file lines and due timeline entries.
+  // Applies changes other processes made to the node state file, control-file lines and due
+  // timeline entries.
   void SyncLocked();
+  // The node state file's changes since it was last seen, if any.
+  void PollNodeStateLocked();
+  // Makes the machine's GPUs that have an entry in `state` match it.
+  void AdoptNodeStateLocked(const NodeMigState& state);
+  nvmlReturn_t ChangeMigLocked(absl::FunctionRef<nvmlReturn_t()> change);
+  // Prints a node-state problem to stderr, once per distinct problem.
+  void ReportNodeStateLocked(const absl::Status& problem);
   int64_t NowMsLocked() const;
 
   // std::mutex rather than absl::Mutex: the library links absl statically, and the archive
@@ -83,6 +110,8 @@ class Driver {
   uint64_t generation_ = 0;  // counts full shutdowns
   std::unique_ptr<Machine> machine_;
   std::optional<ControlFile> control_;
+  std::optional<NodeStateFile> node_state_;
+  std::set<std::string> reported_;  // node-state problems printed so far (for the process)
   std::chrono::steady_clock::time_point started_;
   double time_scale_ = 1;
   int64_t advanced_ms_ = 0;

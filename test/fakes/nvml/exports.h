@@ -9,6 +9,7 @@
 
 #include <source_location>
 #include <string>
+#include <utility>
 
 #include "hw/nvml/nvml_abi.h"
 #include "hw/nvml/nvml_functions.h"
@@ -40,6 +41,12 @@ GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* versi
 // Not NVML: marks the library as this fake ("SIMULATED ..."), so the fake libcuda can tell it
 // from a real NVML it might find on a machine with GPUs.
 GPUOP_FAKE_NVML_EXPORT const char* gpuop_fake_nvml_simulated(void);
+
+// Not NVML: a SIMULATED GPU reset, what `nvidia-smi -r` asks the driver for (the simulated
+// nvidia-smi in ../driver calls it). For a whole-GPU handle, lost or not; INVALID_ARGUMENT for a
+// MIG device's. IN_USE while another client uses the GPU (Machine::InUse); otherwise
+// Machine::ResetGpu, written to the node's MIG state. UNINITIALIZED before nvmlInit_v2.
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t gpuop_fake_nvml_reset_gpu(nvmlDevice_t device);
 }  // extern "C"
 
 namespace gpuop::fakenvml {
@@ -52,20 +59,24 @@ nvmlReturn_t CopyString(const std::string& value, char* out, unsigned int length
 // answers the calling entry point (`where`, the export's own location) with an injected error
 // (call_errors.h); a MIG device answers its parent GPU's.
 template <typename Fn>
+nvmlReturn_t OnDevice(Machine& machine, nvmlDevice_t device, Fn&& fn, std::source_location where) {
+  DeviceRef ref;
+  if (const nvmlReturn_t result = machine.Resolve(device, &ref); result != NVML_SUCCESS) {
+    return result;
+  }
+  if (const nvmlReturn_t injected =
+          InjectedError(ref.gpu->call_errors, CallName(where.function_name()));
+      injected != NVML_SUCCESS) {
+    return injected;
+  }
+  return fn(machine, ref);
+}
+
+template <typename Fn>
 nvmlReturn_t WithDevice(nvmlDevice_t device, Fn&& fn,
                         std::source_location where = std::source_location::current()) {
-  return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
-    DeviceRef ref;
-    if (const nvmlReturn_t result = machine.Resolve(device, &ref); result != NVML_SUCCESS) {
-      return result;
-    }
-    if (const nvmlReturn_t injected =
-            InjectedError(ref.gpu->call_errors, CallName(where.function_name()));
-        injected != NVML_SUCCESS) {
-      return injected;
-    }
-    return fn(machine, ref);
-  });
+  return Driver::Get().Run(
+      [&](Machine& machine) { return OnDevice(machine, device, std::forward<Fn>(fn), where); });
 }
 
 // As WithDevice, for queries a MIG device does not answer (NOT_SUPPORTED): fn(Machine&, GpuState&).

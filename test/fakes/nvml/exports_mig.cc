@@ -26,6 +26,7 @@ using gpuop::fakenvml::GpuState;
 using gpuop::fakenvml::Machine;
 using gpuop::fakenvml::MaxMigDevices;
 using gpuop::fakenvml::MigDevices;
+using gpuop::fakenvml::OnDevice;
 using gpuop::fakenvml::WithDevice;
 using gpuop::fakenvml::WithGpu;
 
@@ -92,10 +93,42 @@ nvmlReturn_t WithMigGpu(nvmlDevice_t device, bool any_mode, Fn&& fn,
       where);
 }
 
+// As WithMigGpu, for a call that changes MIG state: it runs on the node's MIG state
+// (Driver::RunMigChange), and a handle another process's change made stale is INVALID_ARGUMENT.
+template <typename Fn>
+nvmlReturn_t ChangeMigGpu(nvmlDevice_t device, bool any_mode, Fn&& fn,
+                          std::source_location where = std::source_location::current()) {
+  return Driver::Get().RunMigChange([&](Machine& machine) {
+    return OnDevice(
+        machine, device,
+        [&](Machine& m, const DeviceRef& ref) -> nvmlReturn_t {
+          GpuState& gpu = *ref.gpu;
+          if (ref.is_mig() || !gpu.spec.mig || (!any_mode && !gpu.mig_enabled)) {
+            return NVML_ERROR_NOT_SUPPORTED;
+          }
+          return fn(m, gpu);
+        },
+        where);
+  });
+}
+
 // Runs fn(Machine&, nvmlGpuInstance_st&) for a live GPU instance.
 template <typename Fn>
 nvmlReturn_t WithGpuInstance(nvmlGpuInstance_t instance, Fn&& fn) {
   return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
+    nvmlGpuInstance_st* live = nullptr;
+    if (const nvmlReturn_t result = machine.ResolveGpuInstance(instance, &live);
+        result != NVML_SUCCESS) {
+      return result;
+    }
+    return fn(machine, *live);
+  });
+}
+
+// As WithGpuInstance, for a call that changes MIG state (ChangeMigGpu).
+template <typename Fn>
+nvmlReturn_t ChangeMigGpuInstance(nvmlGpuInstance_t instance, Fn&& fn) {
+  return Driver::Get().RunMigChange([&](Machine& machine) -> nvmlReturn_t {
     nvmlGpuInstance_st* live = nullptr;
     if (const nvmlReturn_t result = machine.ResolveGpuInstance(instance, &live);
         result != NVML_SUCCESS) {
@@ -124,22 +157,20 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
                                   unsigned int* pending) {
   return WithMigGpu(device, true, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
     if (current == nullptr || pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    *current = *pending = gpu.mig_enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *current = gpu.mig_enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *pending = gpu.mig_pending ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
   });
 }
 
 nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
                                   nvmlReturn_t* activation) {
-  // The change applies at once (no GPU reset to wait for). Disabling with GPU instances left is
-  // refused, as nvidia-smi refuses it.
-  return WithMigGpu(device, true, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
+  // Pending while the GPU is in use or cannot be reset (Machine::SetMigMode). Disabling with GPU
+  // instances left is refused, as nvidia-smi refuses it.
+  return ChangeMigGpu(device, true, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     if (activation == nullptr || mode > NVML_DEVICE_MIG_ENABLE) return NVML_ERROR_INVALID_ARGUMENT;
     if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
-    if (mode == NVML_DEVICE_MIG_DISABLE && !gpu.gpu_instances.empty()) return NVML_ERROR_IN_USE;
-    gpu.mig_enabled = mode == NVML_DEVICE_MIG_ENABLE;
-    *activation = NVML_SUCCESS;
-    return NVML_SUCCESS;
+    return machine.SetMigMode(gpu, mode == NVML_DEVICE_MIG_ENABLE, activation);
   });
 }
 
@@ -256,7 +287,7 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsi
 
 nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profile_id,
                                          nvmlGpuInstance_t* instance) {
-  return WithMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
+  return ChangeMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     const GiProfile* profile = FindGiProfileById(gpu, profile_id);
     if (instance == nullptr || profile == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
@@ -267,7 +298,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profi
 nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profile_id,
                                                       const nvmlGpuInstancePlacement_t* placement,
                                                       nvmlGpuInstance_t* instance) {
-  return WithMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
+  return ChangeMigGpu(device, false, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     const GiProfile* profile = FindGiProfileById(gpu, profile_id);
     if (instance == nullptr || placement == nullptr || profile == nullptr ||
         placement->size != profile->placement_size) {
@@ -279,7 +310,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsig
 }
 
 nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t instance) {
-  return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) {
+  return ChangeMigGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) {
     if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
     return DestroyGpuInstance(live, machine.handles());
   });
@@ -372,16 +403,18 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_
 nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t instance,
                                                   unsigned int profile_id,
                                                   nvmlComputeInstance_t* compute) {
-  return WithGpuInstance(instance, [&](Machine& machine, nvmlGpuInstance_st& live) -> nvmlReturn_t {
-    const std::optional<unsigned int> slices = OfferedSlices(live, profile_id);
-    if (compute == nullptr || !slices) return NVML_ERROR_INVALID_ARGUMENT;
-    if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS) return denied;
-    return CreateComputeInstance(live, *slices, machine.handles(), compute);
-  });
+  return ChangeMigGpuInstance(
+      instance, [&](Machine& machine, nvmlGpuInstance_st& live) -> nvmlReturn_t {
+        const std::optional<unsigned int> slices = OfferedSlices(live, profile_id);
+        if (compute == nullptr || !slices) return NVML_ERROR_INVALID_ARGUMENT;
+        if (const nvmlReturn_t denied = machine.NeedMigConfig(); denied != NVML_SUCCESS)
+          return denied;
+        return CreateComputeInstance(live, *slices, machine.handles(), compute);
+      });
 }
 
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t compute) {
-  return Driver::Get().Run([&](Machine& machine) -> nvmlReturn_t {
+  return Driver::Get().RunMigChange([&](Machine& machine) -> nvmlReturn_t {
     nvmlComputeInstance_st* live = nullptr;
     if (const nvmlReturn_t result = machine.ResolveComputeInstance(compute, &live);
         result != NVML_SUCCESS) {
@@ -447,6 +480,17 @@ nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t compute,
                                       *ComputeProfileForSlices(live->slices),
                                       {live->start, live->slices}};
     return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t gpuop_fake_nvml_reset_gpu(nvmlDevice_t device) {
+  return Driver::Get().RunMigChange([&](Machine& machine) -> nvmlReturn_t {
+    // Resolve() would refuse a lost GPU, which a reset brings back.
+    if (device == nullptr || !machine.handles().devices.contains(device) ||
+        device->compute != nullptr) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    return machine.ResetGpu(*device->gpu, {});
   });
 }
 

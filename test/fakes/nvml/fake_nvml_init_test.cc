@@ -44,14 +44,16 @@ TEST(FakeNvmlExports, ResolvesEveryDeclaredEntryPoint) {
   EXPECT_EQ(NvmlMissingSymbols(), "");
 }
 
-TEST(FakeNvmlExports, ExportsOnlyNvmlSymbolsAndItsMarker) {
+TEST(FakeNvmlExports, ExportsOnlyNvmlSymbolsAndItsOwn) {
   const std::vector<std::string> names = ExportedSymbols(NvmlLibraryPath());
   ASSERT_FALSE(names.empty());
   for (const std::string& name : names) {
     if (name == "gpuop_fake_nvml_simulated") continue;  // how the fake libcuda recognises it
+    if (name == "gpuop_fake_nvml_reset_gpu") continue;  // the simulated nvidia-smi -r
     EXPECT_EQ(name.rfind("nvml", 0), 0u) << "exported: " << name;
   }
   const std::set<std::string> set(names.begin(), names.end());
+  EXPECT_TRUE(set.contains("gpuop_fake_nvml_reset_gpu"));
   for (const char* legacy : {"nvmlInit", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex",
                              "nvmlInit_v2", "nvmlErrorString"}) {
     EXPECT_TRUE(set.contains(legacy)) << legacy;

@@ -261,7 +261,9 @@ TEST_F(FakeNvmlMig, ComputeInstancesSplitAGpuInstance) {
   EXPECT_STREQ(name, "NVIDIA A100-SXM4-40GB MIG 3c.7g.40gb");
 }
 
-TEST_F(FakeNvmlMig, ModeChangesApplyAtOnce) {
+// On an idle GPU the driver resets it at once to apply the mode (a busy one:
+// fake_nvml_node_state_test.cc).
+TEST_F(FakeNvmlMig, ModeChangesOnAnIdleGpuApplyAtOnce) {
   nvmlDevice_t gpu = Gpu(4);
   nvmlGpuInstance_t instance = nullptr;
   EXPECT_EQ(nvml.nvmlDeviceCreateGpuInstance(gpu, kProfile1g5gb, &instance),

@@ -61,8 +61,9 @@ std::string TestData(const std::string& name) {
 
 void FakeNvmlTest::SetUp() {
   ASSERT_EQ(NvmlMissingSymbols(), "");
-  for (const char* name : {"GPUOP_FAKE_NVML_SCENARIO", "GPUOP_FAKE_NVML_CONTROL",
-                           "GPUOP_FAKE_NVML_TIME_SCALE", "GPUOP_FAKE_NVML_NODE"}) {
+  for (const char* name :
+       {"GPUOP_FAKE_NVML_SCENARIO", "GPUOP_FAKE_NVML_CONTROL", "GPUOP_FAKE_NVML_TIME_SCALE",
+        "GPUOP_FAKE_NVML_NODE", "GPUOP_FAKE_NVML_STATE"}) {
     unsetenv(name);
   }
   std::string pattern = ::testing::TempDir() + "fake_nvml_XXXXXX";

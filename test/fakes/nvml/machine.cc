@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "test/fakes/driver/holders.h"
 #include "test/fakes/nvml/ids.h"
 #include "test/fakes/nvml/mig.h"
 
@@ -43,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Machine>> Machine::Create(Scenario scenario) {
     gpu->values = gpu->spec.values;
     gpu->power_limit_mw = gpu->spec.power ? gpu->spec.power->default_mw : 0;
     gpu->mig_enabled = gpu->spec.mig_enabled;
+    gpu->mig_pending = gpu->mig_enabled;
     gpu->processes = gpu->spec.processes;
     gpu->call_errors = gpu->spec.call_errors;
     machine->handles_.devices.insert(&gpu->handle);
@@ -257,6 +259,54 @@ std::string Machine::MigDeviceName(const nvmlComputeInstance_st& compute) const 
   return absl::StrCat(instance.gpu->spec.name, " ", ComputeProfileName(instance, compute.slices));
 }
 
+bool Machine::InUse(const GpuState& gpu, bool os_processes) const {
+  if (!gpu.processes.empty()) return true;
+  if (!os_processes || scenario_.device_nodes.empty()) return false;
+  const std::string name = absl::StrCat("nvidia", gpu.spec.minor_number);
+  fakedriver::HolderQuery query;
+  query.dev_root = scenario_.device_nodes;
+  query.node_names = {name};
+  if (fakedriver::FileId node;
+      fakedriver::IdentifyFile(absl::StrCat(scenario_.device_nodes, "/", name), &node)) {
+    query.open_files = {node};
+  }
+  return !fakedriver::FindHolders(query).empty();
+}
+
+nvmlReturn_t Machine::SetMigMode(GpuState& gpu, bool enabled, nvmlReturn_t* activation) {
+  if (enabled == gpu.mig_enabled) {
+    gpu.mig_pending = enabled;
+    *activation = NVML_SUCCESS;
+    return NVML_SUCCESS;
+  }
+  if (!enabled && !gpu.gpu_instances.empty()) return NVML_ERROR_IN_USE;
+  // The real driver resets the GPU to apply the mode; where it cannot, the change waits for one.
+  if (gpu.spec.mig_reset_required || InUse(gpu, /*os_processes=*/true)) {
+    gpu.mig_pending = enabled;
+    *activation = gpu.spec.mig_reset_required ? NVML_ERROR_RESET_REQUIRED : NVML_ERROR_IN_USE;
+    return NVML_SUCCESS;
+  }
+  gpu.mig_enabled = gpu.mig_pending = enabled;
+  *activation = NVML_SUCCESS;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t Machine::ResetGpu(GpuState& gpu, ResetScope scope) {
+  if (InUse(gpu, scope.os_processes)) return NVML_ERROR_IN_USE;
+  if (scope.mig) {
+    gpu.mig_enabled = gpu.mig_pending;
+    DestroyAllInstances(gpu, handles_);
+  }
+  gpu.lost = false;
+  gpu.value(Field::kEccCorrectedVolatile) = 0;
+  gpu.value(Field::kEccUncorrectedVolatile) = 0;
+  // The remap or retirement waiting for a reset happens now; the counts of remapped rows and
+  // retired pages stay.
+  gpu.value(Field::kRemappedRowsPending) = 0;
+  gpu.value(Field::kRetiredPagesPending) = 0;
+  return NVML_SUCCESS;
+}
+
 void Machine::Integrate(int64_t now_ms) {
   if (now_ms <= integrated_ms_) return;
   const double elapsed_ms = static_cast<double>(now_ms - integrated_ms_);
@@ -362,6 +412,15 @@ std::string Machine::ApplyToGpu(GpuState& gpu, const Action& action) {
       return "";
     case Action::Kind::kUnfail:
       gpu.call_errors.clear();
+      return "";
+    case Action::Kind::kReset:
+      // Every process following the control file applies the line, and each of them holds the
+      // GPU: only simulated processes refuse it. A node state file's MIG state is reset only
+      // through gpuop_fake_nvml_reset_gpu, which changes it once for the node.
+      if (ResetGpu(gpu, {.os_processes = false, .mig = !shared_mig_state_}) != NVML_SUCCESS) {
+        return absl::StrCat("GPU ", gpu.index, " is in use by ", gpu.processes.size(),
+                            " simulated process(es): not reset");
+      }
       return "";
     case Action::Kind::kProcessStart: {
       auto& processes = gpu.processes;

@@ -93,6 +93,34 @@ class Machine {
   nvmlPciInfo_t LinkRemotePciInfo(const LinkSpec& link) const;
   std::string MigDeviceName(const nvmlComputeInstance_st& compute) const;
 
+  // Whether a client other than the calling process uses the GPU: it has simulated processes
+  // (the scenario's `processes`, the control file's `process`), or, with `os_processes` and a
+  // scenario with device_nodes, another process on the node has the GPU's device node open
+  // (holders.h scans /proc). The caller never counts.
+  bool InUse(const GpuState& gpu, bool os_processes) const;
+
+  // nvmlDeviceSetMigMode, `enabled` the requested mode. The same mode as the current one cancels
+  // a pending change. Turning MIG off while GPU instances exist is IN_USE. Otherwise the change
+  // stays pending (current unchanged, *activation RESET_REQUIRED) on a GPU whose platform cannot
+  // reset it (mig_reset_required), and while the GPU is in use (*activation IN_USE), as the real
+  // driver leaves it pending until a reset; else it takes effect at once.
+  nvmlReturn_t SetMigMode(GpuState& gpu, bool enabled, nvmlReturn_t* activation);
+
+  // A GPU reset (nvidia-smi -r): IN_USE while the GPU is in use (InUse with `os_processes`).
+  // Otherwise the pending MIG mode becomes the current one (when `mig`) and every GPU and compute
+  // instance is destroyed, a lost GPU answers again, the volatile ECC counters go to 0, and
+  // pending row remaps and page retirements are applied.
+  struct ResetScope {
+    bool os_processes = true;
+    bool mig = true;
+  };
+  nvmlReturn_t ResetGpu(GpuState& gpu, ResetScope scope);
+
+  // Set when the node's MIG state lives in a state file that every process shares (the Driver's
+  // NodeStateFile): a control-file `reset`, which every process following the file applies, then
+  // leaves MIG alone, and only gpuop_fake_nvml_reset_gpu changes it, once, for the node.
+  void set_shared_mig_state(bool shared) { shared_mig_state_ = shared; }
+
   // Runs the timeline entries due by `now_ms` (scenario time) and integrates energy up to it.
   void AdvanceTo(int64_t now_ms);
   // When the next timeline entry is due, if any.
@@ -114,6 +142,7 @@ class Machine {
   size_t next_timed_ = 0;
   int64_t integrated_ms_ = 0;
   MigAccess mig_access_;
+  bool shared_mig_state_ = false;
 };
 
 }  // namespace gpuop::fakenvml

@@ -71,6 +71,119 @@ bool HasProcesses(const GpuState& gpu, unsigned int gi, std::optional<unsigned i
   });
 }
 
+// Adds a GPU instance with this placement and id, checking nothing.
+nvmlGpuInstance_st* InsertGpuInstance(GpuState& gpu, const GiProfile& profile, unsigned int start,
+                                      unsigned int id, HandleRegistry& handles) {
+  auto instance = std::make_unique<nvmlGpuInstance_st>();
+  instance->gpu = &gpu;
+  instance->profile = &profile;
+  instance->start = start;
+  instance->id = id;
+  nvmlGpuInstance_st* added = instance.get();
+  handles.gpu_instances.insert(added);
+  const auto at =
+      std::lower_bound(gpu.gpu_instances.begin(), gpu.gpu_instances.end(), id,
+                       [](const auto& gi, unsigned int value) { return gi->id < value; });
+  gpu.gpu_instances.insert(at, std::move(instance));
+  return added;
+}
+
+// Adds a compute instance with this placement and id, checking nothing.
+nvmlComputeInstance_st* InsertComputeInstance(nvmlGpuInstance_st& instance, unsigned int slices,
+                                              unsigned int start, unsigned int id,
+                                              HandleRegistry& handles) {
+  auto compute = std::make_unique<nvmlComputeInstance_st>();
+  compute->gpu_instance = &instance;
+  compute->slices = slices;
+  compute->start = start;
+  compute->id = id;
+  GpuState& gpu = *instance.gpu;
+  compute->uuid = absl::StrCat(
+      "MIG-", DerivedUuid(absl::StrCat(gpu.spec.uuid, "/", instance.id, "/", compute->id)));
+  compute->device.gpu = &gpu;
+  compute->device.compute = compute.get();
+  nvmlComputeInstance_st* added = compute.get();
+  handles.compute_instances.insert(added);
+  handles.devices.insert(&added->device);
+  auto& list = instance.computes;
+  const auto at =
+      std::lower_bound(list.begin(), list.end(), id,
+                       [](const auto& ci, unsigned int value) { return ci->id < value; });
+  list.insert(at, std::move(compute));
+  return added;
+}
+
+// Removes a compute instance and its MIG device, processes or not.
+void DropComputeInstance(nvmlComputeInstance_st& compute, HandleRegistry& handles) {
+  handles.compute_instances.erase(&compute);
+  handles.devices.erase(&compute.device);
+  auto& list = compute.gpu_instance->computes;
+  const auto at =
+      std::find_if(list.begin(), list.end(), [&](const auto& ci) { return ci.get() == &compute; });
+  handles.retired_compute_instances.push_back(std::move(*at));
+  list.erase(at);
+}
+
+// Removes a GPU instance with its compute instances.
+void DropGpuInstance(nvmlGpuInstance_st& instance, HandleRegistry& handles) {
+  while (!instance.computes.empty()) DropComputeInstance(*instance.computes.back(), handles);
+  auto& list = instance.gpu->gpu_instances;
+  handles.gpu_instances.erase(&instance);
+  const auto at =
+      std::find_if(list.begin(), list.end(), [&](const auto& gi) { return gi.get() == &instance; });
+  handles.retired_gpu_instances.push_back(std::move(*at));
+  list.erase(at);
+}
+
+// Whether `record` fits the GPU's MIG table: known profiles, their placements, no overlaps,
+// compute instances the GPU instance offers at aligned starts.
+absl::Status CheckMigRecord(const GpuState& gpu, const GpuMigRecord& record) {
+  if (!gpu.spec.mig) {
+    if (record.current || record.pending || !record.instances.empty()) {
+      return absl::InvalidArgumentError("the GPU is not MIG-capable");
+    }
+    return absl::OkStatus();
+  }
+  if (!record.current && !record.instances.empty()) {
+    return absl::InvalidArgumentError("GPU instances with MIG mode disabled");
+  }
+  uint64_t occupied = 0;
+  for (const GpuInstanceRecord& gi : record.instances) {
+    const std::string what = absl::StrCat("GPU instance ", gi.id);
+    const GiProfile* profile = FindGiProfileById(gpu, gi.profile_id);
+    if (profile == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": no profile id ", gi.profile_id));
+    }
+    const auto& starts = profile->placement_starts;
+    if (std::find(starts.begin(), starts.end(), gi.start) == starts.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", gi.start, " is not a placement of ", profile->name));
+    }
+    const uint64_t mask = SlotMask(gi.start, profile->placement_size);
+    if ((occupied & mask) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": overlaps another"));
+    }
+    occupied |= mask;
+    uint64_t slices_taken = 0;
+    for (const ComputeInstanceRecord& ci : gi.computes) {
+      const auto& offered = profile->compute_slices;
+      if (std::find(offered.begin(), offered.end(), ci.slices) == offered.end() ||
+          ci.start % std::bit_ceil(ci.slices) != 0 || ci.start + ci.slices > profile->slices) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": compute instance ", ci.id, " (",
+                                                       ci.slices, " slices at ", ci.start,
+                                                       ") does not fit ", profile->name));
+      }
+      const uint64_t ci_mask = SlotMask(ci.start, ci.slices);
+      if ((slices_taken & ci_mask) != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": compute instance ", ci.id, " overlaps another"));
+      }
+      slices_taken |= ci_mask;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const GiProfile* FindGiProfileByIndex(const GpuState& gpu, unsigned int index) {
@@ -147,25 +260,14 @@ nvmlReturn_t CreateGpuInstance(GpuState& gpu, const GiProfile& profile,
     if (free == starts.rend()) return NVML_ERROR_INSUFFICIENT_RESOURCES;
     start = *free;
   }
-  auto instance = std::make_unique<nvmlGpuInstance_st>();
-  instance->gpu = &gpu;
-  instance->profile = &profile;
-  instance->start = *start;
-  instance->id = GpuInstanceId(gpu, *start, profile.placement_size);
-  handles.gpu_instances.insert(instance.get());
-  *out = instance.get();
-  const auto at = std::lower_bound(gpu.gpu_instances.begin(), gpu.gpu_instances.end(), instance->id,
-                                   [](const auto& gi, unsigned int id) { return gi->id < id; });
-  gpu.gpu_instances.insert(at, std::move(instance));
+  *out = InsertGpuInstance(gpu, profile, *start, GpuInstanceId(gpu, *start, profile.placement_size),
+                           handles);
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t DestroyGpuInstance(nvmlGpuInstance_st& instance, HandleRegistry& handles) {
   if (!instance.computes.empty()) return NVML_ERROR_IN_USE;
-  auto& list = instance.gpu->gpu_instances;
-  handles.gpu_instances.erase(&instance);
-  list.erase(std::find_if(list.begin(), list.end(),
-                          [&](const auto& gi) { return gi.get() == &instance; }));
+  DropGpuInstance(instance, handles);
   return NVML_SUCCESS;
 }
 
@@ -202,37 +304,19 @@ nvmlReturn_t CreateComputeInstance(nvmlGpuInstance_st& instance, unsigned int sl
     }
   }
   if (!start) return NVML_ERROR_INSUFFICIENT_RESOURCES;
-  auto compute = std::make_unique<nvmlComputeInstance_st>();
-  compute->gpu_instance = &instance;
-  compute->slices = slices;
-  compute->start = *start;
-  auto& list = instance.computes;
-  while (std::any_of(list.begin(), list.end(),
-                     [&](const auto& ci) { return ci->id == compute->id; })) {
-    ++compute->id;
+  const auto& list = instance.computes;
+  unsigned int id = 0;
+  while (std::any_of(list.begin(), list.end(), [&](const auto& ci) { return ci->id == id; })) {
+    ++id;
   }
-  GpuState& gpu = *instance.gpu;
-  compute->uuid = absl::StrCat(
-      "MIG-", DerivedUuid(absl::StrCat(gpu.spec.uuid, "/", instance.id, "/", compute->id)));
-  compute->device.gpu = &gpu;
-  compute->device.compute = compute.get();
-  handles.compute_instances.insert(compute.get());
-  handles.devices.insert(&compute->device);
-  *out = compute.get();
-  const auto at = std::lower_bound(list.begin(), list.end(), compute->id,
-                                   [](const auto& ci, unsigned int id) { return ci->id < id; });
-  list.insert(at, std::move(compute));
+  *out = InsertComputeInstance(instance, slices, *start, id, handles);
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t DestroyComputeInstance(nvmlComputeInstance_st& compute, HandleRegistry& handles) {
   nvmlGpuInstance_st& instance = *compute.gpu_instance;
   if (HasProcesses(*instance.gpu, instance.id, compute.id)) return NVML_ERROR_IN_USE;
-  handles.compute_instances.erase(&compute);
-  handles.devices.erase(&compute.device);
-  auto& list = instance.computes;
-  list.erase(
-      std::find_if(list.begin(), list.end(), [&](const auto& ci) { return ci.get() == &compute; }));
+  DropComputeInstance(compute, handles);
   return NVML_SUCCESS;
 }
 
@@ -276,6 +360,71 @@ absl::Status CreateInitialInstances(GpuState& gpu, HandleRegistry& handles) {
         return absl::InvalidArgumentError(absl::StrCat(path, ".compute: no room for another ",
                                                        slices, "-slice compute instance"));
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void DestroyAllInstances(GpuState& gpu, HandleRegistry& handles) {
+  while (!gpu.gpu_instances.empty()) DropGpuInstance(*gpu.gpu_instances.back(), handles);
+}
+
+GpuMigRecord MigRecordOf(const GpuState& gpu) {
+  GpuMigRecord record{.current = gpu.mig_enabled, .pending = gpu.mig_pending};
+  for (const auto& instance : gpu.gpu_instances) {
+    GpuInstanceRecord gi{
+        .id = instance->id, .profile_id = instance->profile->id, .start = instance->start};
+    for (const auto& compute : instance->computes) {
+      gi.computes.push_back(
+          {.id = compute->id, .slices = compute->slices, .start = compute->start});
+    }
+    record.instances.push_back(std::move(gi));
+  }
+  return record;
+}
+
+absl::Status AdoptMigRecord(GpuState& gpu, const GpuMigRecord& record, HandleRegistry& handles) {
+  if (absl::Status fits = CheckMigRecord(gpu, record); !fits.ok()) return fits;
+  gpu.mig_enabled = record.current;
+  gpu.mig_pending = record.pending;
+  auto find_gi = [&](unsigned int id) {
+    const auto found = std::find_if(record.instances.begin(), record.instances.end(),
+                                    [&](const GpuInstanceRecord& gi) { return gi.id == id; });
+    return found == record.instances.end() ? nullptr : &*found;
+  };
+  // Instances that changed or went away: gone here too.
+  std::vector<nvmlGpuInstance_st*> existing;
+  for (const auto& instance : gpu.gpu_instances) existing.push_back(instance.get());
+  for (nvmlGpuInstance_st* instance : existing) {
+    const GpuInstanceRecord* kept = find_gi(instance->id);
+    if (kept == nullptr || kept->profile_id != instance->profile->id ||
+        kept->start != instance->start) {
+      DropGpuInstance(*instance, handles);
+      continue;
+    }
+    std::vector<nvmlComputeInstance_st*> computes;
+    for (const auto& compute : instance->computes) computes.push_back(compute.get());
+    for (nvmlComputeInstance_st* compute : computes) {
+      const ComputeInstanceRecord same{compute->id, compute->slices, compute->start};
+      if (std::find(kept->computes.begin(), kept->computes.end(), same) == kept->computes.end()) {
+        DropComputeInstance(*compute, handles);
+      }
+    }
+  }
+  // New ones, and new compute instances in the instances that stayed.
+  for (const GpuInstanceRecord& gi : record.instances) {
+    nvmlGpuInstance_st* instance = nullptr;
+    for (const auto& live : gpu.gpu_instances) {
+      if (live->id == gi.id) instance = live.get();
+    }
+    if (instance == nullptr) {
+      instance =
+          InsertGpuInstance(gpu, *FindGiProfileById(gpu, gi.profile_id), gi.start, gi.id, handles);
+    }
+    for (const ComputeInstanceRecord& ci : gi.computes) {
+      const bool present = std::any_of(instance->computes.begin(), instance->computes.end(),
+                                       [&](const auto& live) { return live->id == ci.id; });
+      if (!present) InsertComputeInstance(*instance, ci.slices, ci.start, ci.id, handles);
     }
   }
   return absl::OkStatus();

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "hw/nvml/nvml_abi.h"
+#include "test/fakes/nvml/node_state.h"
 #include "test/fakes/nvml/state.h"
 
 namespace gpuop::fakenvml {
@@ -57,6 +58,19 @@ std::vector<nvmlComputeInstance_st*> MigDevices(const GpuState& gpu);
 
 // Creates the scenario's initial instances; errors name gpus[i].mig_instances[j].
 absl::Status CreateInitialInstances(GpuState& gpu, HandleRegistry& handles);
+
+// Destroys every GPU and compute instance of the GPU, processes or not (a GPU reset); their
+// handles, and those of the MIG devices, become invalid.
+void DestroyAllInstances(GpuState& gpu, HandleRegistry& handles);
+
+// The GPU's MIG mode and instances as the node state file keeps them (node_state.h).
+GpuMigRecord MigRecordOf(const GpuState& gpu);
+
+// Makes the GPU's MIG mode and instances those of `record` (what another process left in the node
+// state file): instances the record lacks are destroyed (their handles become invalid), those
+// it adds are created with its ids and placements, and those in both keep their handles.
+// InvalidArgument, changing nothing, when the record does not fit the GPU's MIG table.
+absl::Status AdoptMigRecord(GpuState& gpu, const GpuMigRecord& record, HandleRegistry& handles);
 
 }  // namespace gpuop::fakenvml
 

@@ -179,6 +179,10 @@ struct GpuSpec {
   bool ecc_enabled = false;
   std::optional<MigSpec> mig;  // absent: not MIG-capable
   bool mig_enabled = false;
+  // `mig_mode_activation: reset_required`: the platform cannot reset the GPU from the API
+  // (pass-through virtualization), so every MIG mode change stays pending until a reset
+  // (nvmlDeviceSetMigMode's activationStatus NVML_ERROR_RESET_REQUIRED).
+  bool mig_reset_required = false;
   std::vector<MigInstanceSpec> mig_instances;
   unsigned int nvlink_version = 0;
   std::vector<LinkSpec> links;
@@ -212,6 +216,7 @@ struct Action {
     kProcessExit,   // ends process.pid
     kFail,          // `call` (or "*") answers `error` from now on
     kUnfail,        // every injected error of the GPU is gone
+    kReset,         // a GPU reset (control file only; refused while simulated processes run)
   };
   Kind kind = Kind::kSet;
   int gpu = -1;  // -1: every GPU

@@ -259,6 +259,7 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
                                    "ecc",
                                    "mig",
                                    "mig_mode",
+                                   "mig_mode_activation",
                                    "mig_instances",
                                    "nvlink",
                                    "fabric",
@@ -342,6 +343,16 @@ absl::Status ReadGpu(const YAML::Node& node, const std::string& path, size_t ind
     }
     gpu.mig_enabled = mode == "enabled";
     if (gpu.mig_enabled && !gpu.mig) return FieldError(at("mig_mode"), "the GPU has no mig table");
+  }
+  if (node["mig_mode_activation"]) {
+    GPUOP_ASSIGN_OR_RETURN(const std::string activation,
+                           ReadString(node["mig_mode_activation"], at("mig_mode_activation")));
+    if (activation != "reset" && activation != "reset_required") {
+      return FieldError(at("mig_mode_activation"),
+                        absl::StrCat("expected reset or reset_required, got \"", activation, "\""));
+    }
+    if (!gpu.mig) return FieldError(at("mig_mode_activation"), "the GPU has no mig table");
+    gpu.mig_reset_required = activation == "reset_required";
   }
   if (node["mig_instances"]) {
     GPUOP_ASSIGN_OR_RETURN(gpu.mig_instances,

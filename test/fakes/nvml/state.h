@@ -52,7 +52,8 @@ struct GpuState {
   int compute_mode = 0;  // NVML_COMPUTEMODE_DEFAULT until set
   double energy_mj = 0;
   bool lost = false;
-  bool mig_enabled = false;
+  bool mig_enabled = false;  // the current MIG mode: what everything MIG depends on follows
+  bool mig_pending = false;  // the mode after the next reset; mig_enabled when none is pending
   std::vector<std::unique_ptr<nvmlGpuInstance_st>> gpu_instances;  // sorted by id
   std::vector<ProcessSpec> processes;
   CallErrors call_errors;  // live: the scenario's, then the control file's fail/unfail
@@ -68,6 +69,11 @@ struct HandleRegistry {
   std::unordered_set<const nvmlDevice_st*> devices;
   std::unordered_set<const nvmlGpuInstance_st*> gpu_instances;
   std::unordered_set<const nvmlComputeInstance_st*> compute_instances;
+  // Destroyed instances, kept until the machine goes so that their addresses are not handed out
+  // again: a stale handle must stay INVALID_ARGUMENT, not name a new instance (one created in the
+  // same call that adopts another process's destroy-and-create, say).
+  std::vector<std::unique_ptr<nvmlGpuInstance_st>> retired_gpu_instances;
+  std::vector<std::unique_ptr<nvmlComputeInstance_st>> retired_compute_instances;
 };
 
 // What a device handle names: a whole GPU, or one MIG device on it.
