@@ -118,12 +118,27 @@ TEST_F(MigManagerTest, BusyGpuIsRefusedNamingThePidsBeforeAnyPause) {
   clock_.Advance(absl::Seconds(31));
   EXPECT_EQ(manager.SyncOnce().outcome, Outcome::kFailed);
 
-  // Forced, it goes ahead.
+  // Forced, it goes ahead, but the driver leaves the mode change pending while the processes
+  // hold the GPU, and refuses the reset that would activate it.
   MigManagerOptions options = Options();
   options.force = true;
+  EXPECT_EQ(Manager(options).SyncOnce().outcome, Outcome::kFailed);
+  EXPECT_THAT(Reason(), HasSubstr("the GPU reset that activates the MIG mode was refused (GPU 5: "
+                                  "nvidia-smi -r -i 0000:"));
+  EXPECT_THAT(Reason(), HasSubstr("the GPU is in use by another process"));
+  ExpectRestored();
+  EXPECT_FALSE(machine_.Discover().gpus[5].mig_enabled);
+  EXPECT_TRUE(machine_.Discover().gpus[5].mig_pending_change);
+
+  // Once they have exited, the reset goes through and the layout is applied.
+  machine_.Control("process-exit 5 4242");
+  machine_.Control("process-exit 5 4243");
+  clock_.Advance(absl::Minutes(2));
   EXPECT_EQ(Manager(options).SyncOnce().outcome, Outcome::kApplied);
   ExpectState(kStateSuccess);
   ExpectRestored();
+  EXPECT_EQ(CurrentLayout(machine_.Discover().gpus[5]),
+            (GpuLayout{.mig_enabled = true, .mig_devices = {{"7g.40gb", 1}}}));
 }
 
 TEST_F(MigManagerTest, LayoutThatCannotFitFailsWithReasonAndIsNotRetried) {
