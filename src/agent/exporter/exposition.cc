@@ -71,6 +71,10 @@ const Field kFields[] = {
      [](const hw::GpuSample& s) { return Mib(s.memory_used_bytes); }, PerInstance::kFbUsed},
     {"DCGM_FI_DEV_FB_RESERVED", "Frame buffer memory the driver keeps for itself (MiB).", "gauge",
      [](const hw::GpuSample& s) { return Mib(s.memory_reserved_bytes); }},
+    {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+     "NVLink traffic since the driver loaded, sent and received over all links, headers included "
+     "(bytes).",
+     "counter", [](const hw::GpuSample& s) { return Number(s.nvlink_bytes_total); }},
     {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
      "Memory rows replaced after uncorrectable ECC errors.", "counter",
      [](const hw::GpuSample& s) { return Number(s.remapped_rows_uncorrected); }},
@@ -79,6 +83,20 @@ const Field kFields[] = {
     {"DCGM_FI_DEV_ROW_REMAP_FAILURE",
      "1 when a memory row could not be remapped and the GPU needs service, else 0.", "gauge",
      [](const hw::GpuSample& s) { return Number(s.remapped_rows_failure); }},
+    // Profiling fields (GPM on Hopper and newer): absent where the GPU has no counters for them.
+    {"DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+     "Share of the interval a graphics or compute context was active on the GPU (ratio).", "gauge",
+     [](const hw::GpuSample& s) { return s.graphics_active; }},
+    {"DCGM_FI_PROF_SM_ACTIVE", "Share of the SMs busy over the interval (ratio).", "gauge",
+     [](const hw::GpuSample& s) { return s.sm_active; }},
+    {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Share of the interval the tensor pipes were busy (ratio).",
+     "gauge", [](const hw::GpuSample& s) { return s.tensor_active; }},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", "Share of the peak memory bandwidth used (ratio).", "gauge",
+     [](const hw::GpuSample& s) { return s.dram_active; }},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", "PCIe traffic sent by the GPU (bytes per second).", "gauge",
+     [](const hw::GpuSample& s) { return s.pcie_tx_bytes_per_second; }},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe traffic received by the GPU (bytes per second).", "gauge",
+     [](const hw::GpuSample& s) { return s.pcie_rx_bytes_per_second; }},
 };
 
 // The label sets of one GPU's series, rendered once per exposition.

@@ -115,8 +115,16 @@ hw::Sample SmallSample() {
                                       .remapped_rows_corrected = 2,
                                       .remapped_rows_uncorrected = 0,
                                       .remapped_rows_failure = false,
-                                      .pcie_replay_count = 5});
-  // The A100 reports no memory temperature and no energy counter: those series are left out.
+                                      .pcie_replay_count = 5,
+                                      .graphics_active = 0.92,
+                                      .sm_active = 0.61,
+                                      .tensor_active = 0.33,
+                                      .dram_active = 0.45,
+                                      .pcie_tx_bytes_per_second = 1.5e9,
+                                      .pcie_rx_bytes_per_second = 2.5e8,
+                                      .nvlink_bytes_total = 123456789012});
+  // The A100 reports no memory temperature, no energy counter, no GPM profiling and (in this
+  // sample) no NVLink traffic: those series are left out, never 0.
   sample.gpus.push_back(hw::GpuSample{.index = 1,
                                       .gpu_utilization_percent = 0,
                                       .memory_used_bytes = 3000 * kMiB,
@@ -167,8 +175,9 @@ absl::StatusOr<std::vector<std::string>> PromtoolProblems(const std::string& tex
   }
   // What dcgm-exporter's own names and labels draw, and nothing else.
   static const std::regex kDcgmCompat(
-      R"((DCGM_FI_DEV_[A-Z_]+ label names should be written in 'snake_case' not 'camelCase')|)"
-      R"((DCGM_FI_DEV_(TOTAL_ENERGY_CONSUMPTION|PCIE_REPLAY_COUNTER|(UN)?CORRECTABLE_REMAPPED_ROWS))"
+      R"((DCGM_FI_(DEV|PROF)_[A-Z_]+ label names should be written in 'snake_case' not 'camelCase')|)"
+      R"((DCGM_FI_DEV_(TOTAL_ENERGY_CONSUMPTION|PCIE_REPLAY_COUNTER|(UN)?CORRECTABLE_REMAPPED_ROWS|)"
+      R"(NVLINK_BANDWIDTH_TOTAL))"
       R"( counter metrics should have "_total" suffix)|)"
       R"((DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'))");
   std::vector<std::string> problems;

@@ -238,7 +238,60 @@ enum : unsigned int {
   // The action the driver says the GPU needs (nvmlDeviceGpuRecoveryAction_t: NONE 0, GPU_RESET
   // 1, NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4); XID 154 announces a change of it.
   NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230,
+  // NVLink traffic since the driver loaded, in KiB, payload (DATA) or with the protocol
+  // headers (RAW); scopeId is a link, or UINT_MAX for the sum over all links.
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX = 140,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX = 141,
 };
+constexpr unsigned int kNvmlAllLinks = 0xFFFFFFFFu;
+
+// GPU performance monitoring (GPM, Hopper and newer): a metric is computed from two samples of
+// the GPU's counters taken some time apart.
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+enum : unsigned int {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,     // % of time a compute/graphics context was active
+  NVML_GPM_METRIC_SM_UTIL = 2,           // % of SMs busy
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,      // % of warps active of the theoretical maximum
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,   // % of time the SMs ran any tensor operation
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,     // % of the theoretical DRAM bandwidth used
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,  // PCIe traffic from the GPU, MiB/s
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,  // PCIe traffic to the GPU, MiB/s
+};
+
+typedef struct {
+  char* shortName;
+  char* longName;
+  char* unit;
+} nvmlGpmMetricInfo_t;
+
+typedef struct {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  nvmlGpmMetricInfo_t metricInfo;
+} nvmlGpmMetric_t;
+
+// nvml.h sizes metrics[] with NVML_GPM_METRIC_MAX, which grows between releases; the library
+// reads and writes only numMetrics entries, so a shorter array is compatible as long as
+// numMetrics fits it.
+constexpr unsigned int kGpmMetricsCapacity = 16;
+constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
+typedef struct {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[kGpmMetricsCapacity];
+} nvmlGpmMetricsGet_t;
+
+constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
+typedef struct {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
 
 // Enum values.
 enum : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
@@ -326,6 +379,8 @@ static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32);
 static_assert(sizeof(nvmlFieldValue_t) == 40);
 static_assert(sizeof(nvmlDeviceAttributes_t) == 40);
 static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
 static_assert(nvmlMemory_v2 == 0x02000028u);
 static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x02000098u);
 static_assert(nvmlComputeInstanceProfileInfo_v2 == 0x02000088u);

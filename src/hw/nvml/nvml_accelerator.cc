@@ -67,6 +67,7 @@ absl::StatusOr<std::unique_ptr<NvmlAccelerator>> NvmlAccelerator::Open(const Nvm
 }
 
 NvmlAccelerator::~NvmlAccelerator() {
+  FreeGpmSamples();
   absl::MutexLock lock(&mu_);
   if (event_set_ != nullptr && lib_->fn().nvmlEventSetFree != nullptr) {
     lib_->fn().nvmlEventSetFree(event_set_);
@@ -85,6 +86,7 @@ absl::Status NvmlAccelerator::ResetGpus(const std::vector<int>& gpu_indexes) {
         Call(lib_->fn().nvmlDeviceGetPciInfo_v3, "nvmlDeviceGetPciInfo_v3", index, device, &pci));
     bus_ids.push_back(NormalizePciBusId(CString(pci.busId, sizeof(pci.busId))));
   }
+  FreeGpmSamples();  // samples do not outlive the NVML session
   absl::MutexLock lock(&mu_);
   // The event set holds the GPUs too; it is registered again by the next WaitEvents.
   if (event_set_ != nullptr && lib_->fn().nvmlEventSetFree != nullptr) {

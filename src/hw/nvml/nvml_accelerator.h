@@ -90,6 +90,10 @@ class NvmlAccelerator final : public Accelerator {
   std::optional<GpuFabric> DescribeFabric(nvmlDevice_t device) const;
   void DescribeTopology(const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus) const;
   GpuSample SampleGpu(int index, nvmlDevice_t device) const;
+  // The GPM activity since the GPU's previous sample (none at the first, or without GPM).
+  void SampleGpm(int index, nvmlDevice_t device, GpuSample& s) const;
+  // Frees the GPM samples kept between samples (before NVML shuts down).
+  void FreeGpmSamples();
   absl::StatusOr<nvmlEventSet_t> EventSet() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<MigProfile> MigProfiles(nvmlDevice_t device) const;
   absl::StatusOr<unsigned int> ProfileIdByName(nvmlDevice_t device, int gpu_index,
@@ -114,6 +118,14 @@ class NvmlAccelerator final : public Accelerator {
   std::vector<HardwareEvent> unwatched_ ABSL_GUARDED_BY(mu_);
   // Each GPU as last described, by index: a GPU that falls off the bus is still in the machine,
   // so Discover keeps listing it (its samples say lost) instead of dropping it.
+  // Per GPU: whether it has GPM, and its last GPM sample (the start of the next interval).
+  struct GpmState {
+    bool checked = false;
+    bool supported = false;
+    nvmlGpmSample_t last = nullptr;
+  };
+  mutable absl::Mutex gpm_mu_;
+  mutable std::map<int, GpmState> gpm_ ABSL_GUARDED_BY(gpm_mu_);
   absl::Mutex described_mu_;
   std::map<int, Gpu> described_ ABSL_GUARDED_BY(described_mu_);
 };

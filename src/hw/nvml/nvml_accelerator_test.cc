@@ -289,6 +289,53 @@ TEST_F(NvmlAcceleratorTest, ManagementAndEnforcedLimitsAreReadApart) {
   EXPECT_EQ(sample->gpus[0].enforced_power_limit_watts, 700.0);
 }
 
+// GPM on a Hopper GPU: nothing at the first sample (no interval yet), then the activity over
+// the interval as ratios and the PCIe traffic in bytes per second; NVLink traffic as bytes.
+TEST_F(NvmlAcceleratorTest, GpmActivityNeedsTwoSamplesAndIsReportedAsRatios) {
+  Open("h100-8x-nvswitch", /*with_control=*/true);
+  Control("set 2 gpu_util 90");
+  Control("set 2 sm_active 60");
+  Control("set 2 tensor_active 35");
+  Control("set 2 dram_active 45");
+  Control("set 2 pcie_tx_mibps 1024");
+  Control("set 2 pcie_rx_mibps 512");
+  Control("set 2 nvlink_raw_tx_kib 1000");
+  Control("set 2 nvlink_raw_rx_kib 24");
+  auto first = nvml_->TakeSample();
+  ASSERT_TRUE(first.ok());
+  const GpuSample& g = first->gpus[2];
+  EXPECT_FALSE(g.graphics_active.has_value());
+  EXPECT_FALSE(g.sm_active.has_value());
+  EXPECT_FALSE(g.pcie_tx_bytes_per_second.has_value());
+  EXPECT_EQ(g.nvlink_bytes_total, std::optional<uint64_t>(1024 * 1024));
+
+  auto second = nvml_->TakeSample();
+  ASSERT_TRUE(second.ok());
+  const GpuSample& s = second->gpus[2];
+  EXPECT_DOUBLE_EQ(s.graphics_active.value_or(-1), 0.9);
+  EXPECT_DOUBLE_EQ(s.sm_active.value_or(-1), 0.6);
+  EXPECT_DOUBLE_EQ(s.tensor_active.value_or(-1), 0.35);
+  EXPECT_DOUBLE_EQ(s.dram_active.value_or(-1), 0.45);
+  EXPECT_DOUBLE_EQ(s.pcie_tx_bytes_per_second.value_or(-1), 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.pcie_rx_bytes_per_second.value_or(-1), 512.0 * 1024 * 1024);
+  // An idle GPU reads 0: present, because it has the counters.
+  EXPECT_EQ(second->gpus[0].sm_active, std::optional<double>(0.0));
+}
+
+// Before Hopper there is no GPM, and a GPU without NVLink has no NVLink traffic: absent, not 0.
+TEST_F(NvmlAcceleratorTest, WithoutGpmOrNvlinkTheFieldsAreAbsent) {
+  Open("l4-4x-pcie");
+  ASSERT_TRUE(nvml_->TakeSample().ok());
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok());
+  for (const GpuSample& s : sample->gpus) {
+    EXPECT_FALSE(s.graphics_active.has_value()) << s.index;
+    EXPECT_FALSE(s.dram_active.has_value()) << s.index;
+    EXPECT_FALSE(s.pcie_rx_bytes_per_second.has_value()) << s.index;
+    EXPECT_FALSE(s.nvlink_bytes_total.has_value()) << s.index;
+  }
+}
+
 TEST_F(NvmlAcceleratorTest, ComputeModeIsSetAndReadPerGpu) {
   Open("h100-8x-nvswitch");
   EXPECT_EQ(nvml_->GetComputeMode(3).value_or(ComputeMode::kProhibited), ComputeMode::kDefault);

@@ -116,7 +116,12 @@
   X(nvmlDeviceGetNvLinkState, (nvmlDevice_t device, unsigned int link, nvmlEnableState_t* active)) \
   X(nvmlDeviceGetNvLinkRemotePciInfo_v2,                                                           \
     (nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci))                                  \
-  X(nvmlDeviceGetTopologyCommonAncestor, (nvmlDevice_t first, nvmlDevice_t second, int* level))
+  X(nvmlDeviceGetTopologyCommonAncestor, (nvmlDevice_t first, nvmlDevice_t second, int* level))    \
+  X(nvmlGpmQueryDeviceSupport, (nvmlDevice_t device, nvmlGpmSupport_t * support))                  \
+  X(nvmlGpmSampleAlloc, (nvmlGpmSample_t * sample))                                                \
+  X(nvmlGpmSampleFree, (nvmlGpmSample_t sample))                                                   \
+  X(nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t sample))                               \
+  X(nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metrics))
 
 // nvmlErrorString: const char* nvmlErrorString(nvmlReturn_t result);
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);

@@ -1,4 +1,7 @@
 // NvmlAccelerator::TakeSample: one pass over every GPU's counters.
+#include <algorithm>
+#include <utility>
+
 #include "common/status_macros.h"
 #include "hw/nvml/nvml_accelerator.h"
 
@@ -61,12 +64,17 @@ GpuSample NvmlAccelerator::SampleGpu(int index, nvmlDevice_t device) const {
     s.shutdown_temperature_celsius = static_cast<int>(*t);
   }
   if (f.nvmlDeviceGetFieldValues != nullptr && !lost) {
-    // One call for the fields: the memory temperature and the driver's recovery action.
-    nvmlFieldValue_t fields[2]{};
+    // One call for the fields: the memory temperature, the driver's recovery action and the
+    // NVLink traffic (raw, summed over the links).
+    nvmlFieldValue_t fields[4]{};
     fields[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
     fields[1].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+    fields[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX;
+    fields[2].scopeId = kNvmlAllLinks;
+    fields[3].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX;
+    fields[3].scopeId = kNvmlAllLinks;
     calls_.fetch_add(1, std::memory_order_relaxed);
-    const nvmlReturn_t rc = f.nvmlDeviceGetFieldValues(device, 2, fields);
+    const nvmlReturn_t rc = f.nvmlDeviceGetFieldValues(device, 4, fields);
     if (rc == NVML_ERROR_GPU_IS_LOST) lost = true;
     auto integer = [](const nvmlFieldValue_t& field) -> std::optional<long long> {
       if (field.nvmlReturn != NVML_SUCCESS) return std::nullopt;
@@ -86,8 +94,14 @@ GpuSample NvmlAccelerator::SampleGpu(int index, nvmlDevice_t device) const {
       if (auto a = integer(fields[1]); a.has_value() && *a >= 0) {
         s.recovery_action = static_cast<unsigned int>(*a);
       }
+      const std::optional<long long> tx = integer(fields[2]);
+      const std::optional<long long> rx = integer(fields[3]);
+      if (tx.has_value() && rx.has_value() && *tx >= 0 && *rx >= 0) {
+        s.nvlink_bytes_total = static_cast<uint64_t>(*tx + *rx) * 1024;  // KiB
+      }
     }
   }
+  if (!lost) SampleGpm(index, device, s);
 
   auto watts = [](unsigned int milliwatts) { return milliwatts / 1000.0; };
   if (auto p = Optional<unsigned int>(f.nvmlDeviceGetPowerUsage, l, device)) {
@@ -201,6 +215,74 @@ GpuSample NvmlAccelerator::SampleGpu(int index, nvmlDevice_t device) const {
   }
   if (lost) return GpuSample{.index = index, .lost = true};
   return s;
+}
+
+void NvmlAccelerator::SampleGpm(int index, nvmlDevice_t device, GpuSample& s) const {
+  const NvmlFunctions& f = lib_->fn();
+  if (f.nvmlGpmQueryDeviceSupport == nullptr || f.nvmlGpmSampleAlloc == nullptr ||
+      f.nvmlGpmSampleFree == nullptr || f.nvmlGpmSampleGet == nullptr ||
+      f.nvmlGpmMetricsGet == nullptr) {
+    return;  // a driver older than GPM
+  }
+  absl::MutexLock lock(&gpm_mu_);
+  GpmState& state = gpm_[index];
+  if (!state.checked) {
+    nvmlGpmSupport_t support{.version = NVML_GPM_SUPPORT_VERSION};
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    state.supported = f.nvmlGpmQueryDeviceSupport(device, &support) == NVML_SUCCESS &&
+                      support.isSupportedDevice != 0;
+    state.checked = true;
+  }
+  if (!state.supported) return;
+  nvmlGpmSample_t now = nullptr;
+  calls_.fetch_add(2, std::memory_order_relaxed);
+  if (f.nvmlGpmSampleAlloc(&now) != NVML_SUCCESS) return;
+  if (f.nvmlGpmSampleGet(device, now) != NVML_SUCCESS) {
+    f.nvmlGpmSampleFree(now);
+    return;
+  }
+  nvmlGpmSample_t before = std::exchange(state.last, now);
+  if (before == nullptr) return;  // the first sample: no interval yet
+  nvmlGpmMetricsGet_t get{
+      .version = NVML_GPM_METRICS_GET_VERSION, .sample1 = before, .sample2 = now};
+  const unsigned int ids[] = {NVML_GPM_METRIC_GRAPHICS_UTIL,   NVML_GPM_METRIC_SM_UTIL,
+                              NVML_GPM_METRIC_ANY_TENSOR_UTIL, NVML_GPM_METRIC_DRAM_BW_UTIL,
+                              NVML_GPM_METRIC_PCIE_TX_PER_SEC, NVML_GPM_METRIC_PCIE_RX_PER_SEC};
+  for (unsigned int id : ids) get.metrics[get.numMetrics++].metricId = id;
+  calls_.fetch_add(2, std::memory_order_relaxed);
+  const nvmlReturn_t rc = f.nvmlGpmMetricsGet(&get);
+  f.nvmlGpmSampleFree(before);
+  if (rc != NVML_SUCCESS) return;
+  auto value = [&](int i) -> std::optional<double> {
+    if (get.metrics[i].nvmlReturn != NVML_SUCCESS) return std::nullopt;
+    return get.metrics[i].value;
+  };
+  auto ratio = [&](int i) -> std::optional<double> {
+    std::optional<double> percent = value(i);
+    if (!percent.has_value()) return std::nullopt;
+    return std::clamp(*percent / 100.0, 0.0, 1.0);
+  };
+  auto bytes = [&](int i) -> std::optional<double> {
+    std::optional<double> mib = value(i);
+    if (!mib.has_value()) return std::nullopt;
+    return *mib * 1024 * 1024;
+  };
+  s.graphics_active = ratio(0);
+  s.sm_active = ratio(1);
+  s.tensor_active = ratio(2);
+  s.dram_active = ratio(3);
+  s.pcie_tx_bytes_per_second = bytes(4);
+  s.pcie_rx_bytes_per_second = bytes(5);
+}
+
+void NvmlAccelerator::FreeGpmSamples() {
+  absl::MutexLock lock(&gpm_mu_);
+  for (auto& [index, state] : gpm_) {
+    if (state.last != nullptr && lib_->fn().nvmlGpmSampleFree != nullptr) {
+      lib_->fn().nvmlGpmSampleFree(state.last);
+    }
+  }
+  gpm_.clear();
 }
 
 absl::StatusOr<Sample> NvmlAccelerator::TakeSample() {

@@ -130,6 +130,21 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
         value.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
         value.value.uiVal = Unsigned(gpu.value(Field::kRecoveryAction));
         value.nvmlReturn = NVML_SUCCESS;
+      } else if (value.fieldId >= NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX &&
+                 value.fieldId <= NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX) {
+        // The scenario's traffic is the links' sum, headers included; the payload is taken as
+        // 15/16 of it. Per-link scopes are not modelled.
+        const bool tx = value.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ||
+                        value.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX;
+        const bool raw = value.fieldId >= NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX;
+        if (gpu.spec.links.empty() || value.scopeId != kNvmlAllLinks) {
+          value.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+          continue;
+        }
+        const double kib = gpu.value(tx ? Field::kNvlinkRawTxKib : Field::kNvlinkRawRxKib);
+        value.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        value.value.ullVal = static_cast<unsigned long long>(raw ? kib : kib * 15 / 16);
+        value.nvmlReturn = NVML_SUCCESS;
       } else {
         value.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       }

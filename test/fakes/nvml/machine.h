@@ -121,6 +121,9 @@ class Machine {
   // leaves MIG alone, and only gpuop_fake_nvml_reset_gpu changes it, once, for the node.
   void set_shared_mig_state(bool shared) { shared_mig_state_ = shared; }
 
+  // Scenario time of the latest AdvanceTo, in ms.
+  int64_t now_ms() const { return integrated_ms_; }
+
   // Runs the timeline entries due by `now_ms` (scenario time) and integrates energy up to it.
   void AdvanceTo(int64_t now_ms);
   // When the next timeline entry is due, if any.

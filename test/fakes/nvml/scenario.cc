@@ -48,6 +48,13 @@ constexpr FieldInfo kFields[] = {
     // A limit the GPU enforces besides the management limit (out-of-band capping by the BMC, a
     // power-brake): nvml.h's enforced limit is the lower of the two. 0 is none.
     {Field::kPowerCap, "power_cap_w", 0, 10000},
+    {Field::kSmActive, "sm_active", 0, 100},
+    {Field::kTensorActive, "tensor_active", 0, 100},
+    {Field::kDramActive, "dram_active", 0, 100},
+    {Field::kPcieTxMibps, "pcie_tx_mibps", 0, 1 << 20},
+    {Field::kPcieRxMibps, "pcie_rx_mibps", 0, 1 << 20},
+    {Field::kNvlinkRawTxKib, "nvlink_raw_tx_kib", 0, kCounterMax},
+    {Field::kNvlinkRawRxKib, "nvlink_raw_rx_kib", 0, kCounterMax},
 };
 static_assert(std::size(kFields) == kFieldCount, "one FieldInfo per Field");
 

@@ -46,6 +46,15 @@ enum class Field : int {
   kRemappedRowsFailure,
   kRecoveryAction,  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvmlDeviceGpuRecoveryAction_t)
   kPowerCap,        // a cap set outside the management limit (0: none); see EnforcedPowerLimitMw
+  // What GPM reports (Hopper and newer), percent of the interval or MiB/s.
+  kSmActive,
+  kTensorActive,
+  kDramActive,
+  kPcieTxMibps,
+  kPcieRxMibps,
+  // NVLink traffic since the driver loaded, all links, headers included (KiB).
+  kNvlinkRawTxKib,
+  kNvlinkRawRxKib,
   kCount,
 };
 inline constexpr int kFieldCount = static_cast<int>(Field::kCount);

@@ -7,6 +7,8 @@
 // lookup in the HandleRegistry, so a stale or foreign handle is an error, not a crash.
 // Nothing here is thread-safe: the Driver's mutex guards all of it.
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -22,6 +24,14 @@ struct GpuState;
 struct nvmlDevice_st {
   gpuop::fakenvml::GpuState* gpu = nullptr;
   nvmlComputeInstance_st* compute = nullptr;  // set on a MIG device handle
+};
+
+// A GPM sample: the GPU's counters when nvmlGpmSampleGet took it (the fake keeps the readings
+// and the scenario time).
+struct nvmlGpmSample_st {
+  const gpuop::fakenvml::GpuState* gpu = nullptr;  // null until taken
+  int64_t taken_ms = 0;
+  std::array<double, 6> readings{};  // graphics, SM, tensor, DRAM (%), PCIe TX, RX (MiB/s)
 };
 
 struct nvmlComputeInstance_st {
@@ -74,6 +84,7 @@ struct HandleRegistry {
   // same call that adopts another process's destroy-and-create, say).
   std::vector<std::unique_ptr<nvmlGpuInstance_st>> retired_gpu_instances;
   std::vector<std::unique_ptr<nvmlComputeInstance_st>> retired_compute_instances;
+  std::vector<std::unique_ptr<nvmlGpmSample_st>> gpm_samples;  // allocated, not yet freed
 };
 
 // What a device handle names: a whole GPU, or one MIG device on it.
