@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_join.h"
+#include "agent/validate/mig_cuda.h"
 #include "agent/validate/node_writer.h"
 #include "agent/validate/validator.h"
 #include "cmd/gpuop-agent/accelerators.h"
@@ -75,9 +76,37 @@ class Accelerators {
   }
 }
 
+// gpuop-agent cuda-vector-add: the vector add on one CUDA device named as CUDA_VISIBLE_DEVICES
+// names it (a MIG device: "MIG-<uuid>"), in this process alone; what validate runs per MIG device.
+void AddCudaVectorAddCommand(CLI::App& app) {
+  struct Flags {
+    std::string device;
+    std::string cuda_library;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand(
+      "cuda-vector-add", "Run the CUDA vector add on one device (validate runs it per MIG device)");
+  sub->group("");  // an internal step of validate
+  sub->add_option("--device", flags->device, "The device, as CUDA_VISIBLE_DEVICES names it")
+      ->required();
+  sub->add_option("--cuda-library", flags->cuda_library, "libcuda to load (a path)")->required();
+  sub->callback([flags] {
+    (void)hw::PreloadCompanions(flags->cuda_library,
+                                {std::begin(hw::kCudaCompanions), std::end(hw::kCudaCompanions)});
+    absl::StatusOr<std::string> ran = agent::RunVectorAddOn(flags->device, flags->cuda_library);
+    if (!ran.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(ran.status().message()).c_str());
+      std::exit(1);
+    }
+    std::printf("%s\n", ran->c_str());
+    std::exit(0);
+  });
+}
+
 }  // namespace
 
 void AddValidateCommand(CLI::App& app) {
+  AddCudaVectorAddCommand(app);
   struct Flags {
     HardwareFlags hardware;
     std::vector<std::string> checks = {"driver", "cuda", "device-plugin"};
@@ -152,12 +181,15 @@ void AddValidateCommand(CLI::App& app) {
             {name, [accelerators] { return agent::DriverCheck(accelerators->Get()).run(); }});
       }
       if (name == "cuda") {
-        checks.push_back({name, [accelerators, flags] {
-                            return agent::CudaCheck(accelerators->Get(),
-                                                    {.library_path = CudaLibrary(
-                                                         flags->hardware, flags->cuda_library)})
-                                .run();
-                          }});
+        checks.push_back(
+            {name, [accelerators, flags] {
+               const std::string library = CudaLibrary(flags->hardware, flags->cuda_library);
+               return agent::CudaCheck(
+                          accelerators->Get(), {.library_path = library},
+                          agent::SubprocessMigCudaRunner(
+                              {"/proc/self/exe", "cuda-vector-add", "--cuda-library=" + library}))
+                   .run();
+             }});
       }
       if (name == "device-plugin") {
         agent::AllocatableReader allocatable = agent::NodeAllocatable(*client, flags->node_name);

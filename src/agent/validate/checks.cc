@@ -76,8 +76,8 @@ ValidationCheck DriverCheck(std::vector<hw::Accelerator*> accelerators) {
 }
 
 ValidationCheck CudaCheck(std::vector<hw::Accelerator*> accelerators,
-                          hw::CudaValidationOptions options) {
-  return {"cuda", [accelerators, options]() -> absl::StatusOr<std::string> {
+                          hw::CudaValidationOptions options, MigCudaRunner mig_runner) {
+  return {"cuda", [accelerators, options, mig_runner]() -> absl::StatusOr<std::string> {
             std::vector<hw::Gpu> gpus;
             for (hw::Accelerator* a : accelerators) {
               if (a->vendor() != hw::Vendor::kNvidia) continue;
@@ -86,19 +86,43 @@ ValidationCheck CudaCheck(std::vector<hw::Accelerator*> accelerators,
             }
             if (gpus.empty()) return std::string("not applicable: no NVIDIA GPUs");
             int version = 0;
+            int whole = 0;
+            int migs = 0;
             for (const hw::Gpu& gpu : gpus) {
+              const std::string what = absl::StrCat("GPU ", gpu.index, " (", gpu.pci_bus_id, ")");
+              if (gpu.mig_enabled) {
+                for (const hw::MigDevice& device : gpu.mig_devices) {
+                  if (!mig_runner) {
+                    return absl::FailedPreconditionError(absl::StrCat(
+                        what, ": MIG device ", device.uuid,
+                        ": needs a process of its own (CUDA_VISIBLE_DEVICES), and none can run"));
+                  }
+                  absl::StatusOr<std::string> ran = mig_runner(device.uuid);
+                  if (!ran.ok()) {
+                    return absl::Status(
+                        ran.status().code(),
+                        absl::StrCat(what, ": MIG device ", device.uuid, " (", device.profile,
+                                     "): ", ran.status().message()));
+                  }
+                  ++migs;
+                }
+                continue;
+              }
               hw::CudaValidationOptions one = options;
               one.pci_bus_id = gpu.pci_bus_id;
               absl::StatusOr<hw::CudaValidationResult> result = hw::ValidateCuda(one);
               if (!result.ok()) {
                 return absl::Status(result.status().code(),
-                                    absl::StrCat("GPU ", gpu.index, " (", gpu.pci_bus_id,
-                                                 "): ", result.status().message()));
+                                    absl::StrCat(what, ": ", result.status().message()));
               }
               version = result->driver_version;
+              ++whole;
             }
-            return absl::StrCat("vector add on ", gpus.size(), " GPUs, CUDA ", version / 1000, ".",
-                                version % 1000 / 10);
+            std::string ran = absl::StrCat("vector add on ", whole, " GPUs");
+            if (migs > 0) absl::StrAppend(&ran, " and ", migs, " MIG devices");
+            if (version > 0)
+              absl::StrAppend(&ran, ", CUDA ", version / 1000, ".", version % 1000 / 10);
+            return ran;
           }};
 }
 

@@ -23,10 +23,18 @@ struct ValidationCheck {
 // one GPU in total.
 ValidationCheck DriverCheck(std::vector<hw::Accelerator*> accelerators);
 
-// Every NVIDIA GPU runs the vector-add kernel through the CUDA driver (hw/cuda). Passes with
-// "not applicable" when the node has no NVIDIA GPUs.
+// Runs the vector add on one MIG device ("MIG-<uuid>") in a process of its own and says what
+// ran: CUDA enumerates a MIG device only through CUDA_VISIBLE_DEVICES set before cuInit, and at
+// most one MIG device per process (NVIDIA's MIG user guide, "CUDA device enumeration").
+using MigCudaRunner = std::function<absl::StatusOr<std::string>(const std::string& mig_uuid)>;
+
+// Every NVIDIA GPU runs the vector-add kernel through the CUDA driver (hw/cuda): a whole GPU in
+// this process, addressed by its PCI bus id; a MIG-enabled GPU on each of its MIG devices,
+// through `mig_runner` (FailedPrecondition without one). A MIG-enabled GPU without MIG devices
+// has nothing CUDA can run on and is skipped. Passes with "not applicable" when the node has no
+// NVIDIA GPUs.
 ValidationCheck CudaCheck(std::vector<hw::Accelerator*> accelerators,
-                          hw::CudaValidationOptions options);
+                          hw::CudaValidationOptions options, MigCudaRunner mig_runner = nullptr);
 
 // The kubelet advertises the GPUs: for each vendor, the Node's allocatable resources in its
 // domain (nvidia.com/, amd.com/) add up to at least the devices the GPUs yield (a MIG GPU

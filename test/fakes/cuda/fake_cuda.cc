@@ -12,18 +12,25 @@
 //   - GPUOP_FAKE_CUDA_DEVICES set: the PCI bus ids it lists (comma-separated, in ordinal order);
 //   - else, when dlopen("libnvidia-ml.so.1") finds the fake NVML (test/fakes/nvml, recognised by
 //     its gpuop_fake_nvml_simulated marker): the GPUs it shows this process, in NVML index order
-//     (so device visibility applies: a container given /dev/nvidia3 has one CUDA device, GPU 3);
-//     if that NVML fails to initialise, or shows no GPU, cuInit returns CUDA_ERROR_NO_DEVICE;
+//     (so device visibility applies: a container given /dev/nvidia3 has one CUDA device, GPU 3),
+//     with CUDA's MIG rules (NVIDIA's MIG user guide, "CUDA device enumeration"): a MIG-enabled
+//     GPU is no CUDA device itself, its MIG devices are, and a process enumerates at most one
+//     MIG device; CUDA_VISIBLE_DEVICES (indexes, GPU-<uuid>, MIG-<uuid>, comma-separated) picks
+//     and orders them, and an entry that names no device ends the list, as CUDA reads it;
+//     if that NVML fails to initialise, or shows no device, cuInit returns CUDA_ERROR_NO_DEVICE;
 //   - else (no fake NVML to be found): the one device 0000:17:00.0.
 // The number of live allocations, modules and contexts is exported (gpuop_fake_cuda_live) so
 // tests can check that everything was released. Only cu* and gpuop_fake_cuda_* are exported
 // (cuda/exports.map); the library needs nothing but glibc.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <dlfcn.h>
@@ -49,8 +56,16 @@ struct Function {};
 Function vector_add_function;
 
 struct Device {
-  std::string bus_id;  // "0000:17:00.0"
+  std::string bus_id;  // "0000:17:00.0"; a MIG device's is its GPU's
   std::string name;
+};
+
+// A GPU as the fake NVML shows it: itself, or (MIG enabled) its MIG devices.
+struct NvmlGpu {
+  Device whole;
+  std::string uuid;
+  bool mig_enabled = false;
+  std::vector<std::pair<std::string, Device>> mig_devices;  // uuid, device
 };
 
 std::mutex mu;
@@ -74,11 +89,10 @@ std::vector<Device> ParseDeviceList(const std::string& list) {
   return out;
 }
 
-// The GPUs the fake NVML shows this process; nullopt-like `found == false` when no fake NVML can
-// be loaded.
-std::vector<Device> NvmlDevices(bool* found) {
+// The GPUs the fake NVML shows this process; `found` false when no fake NVML can be loaded.
+std::vector<NvmlGpu> NvmlGpus(bool* found) {
   *found = false;
-  std::vector<Device> out;
+  std::vector<NvmlGpu> out;
   void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (nvml == nullptr) return out;
   if (dlsym(nvml, "gpuop_fake_nvml_simulated") == nullptr) {  // a real NVML: not ours to play
@@ -91,12 +105,25 @@ std::vector<Device> NvmlDevices(bool* found) {
   using HandleFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
   using PciFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
   using NameFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);
+  using ModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);
+  using MaxFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+  using MigFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
   const auto init = reinterpret_cast<InitFn>(dlsym(nvml, "nvmlInit_v2"));
   const auto shutdown = reinterpret_cast<InitFn>(dlsym(nvml, "nvmlShutdown"));
   const auto count = reinterpret_cast<CountFn>(dlsym(nvml, "nvmlDeviceGetCount_v2"));
   const auto handle = reinterpret_cast<HandleFn>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
   const auto pci = reinterpret_cast<PciFn>(dlsym(nvml, "nvmlDeviceGetPciInfo_v3"));
   const auto name = reinterpret_cast<NameFn>(dlsym(nvml, "nvmlDeviceGetName"));
+  const auto uuid = reinterpret_cast<NameFn>(dlsym(nvml, "nvmlDeviceGetUUID"));
+  const auto mode = reinterpret_cast<ModeFn>(dlsym(nvml, "nvmlDeviceGetMigMode"));
+  const auto max_mig = reinterpret_cast<MaxFn>(dlsym(nvml, "nvmlDeviceGetMaxMigDeviceCount"));
+  const auto mig = reinterpret_cast<MigFn>(dlsym(nvml, "nvmlDeviceGetMigDeviceHandleByIndex"));
+  auto text = [](NameFn fn, nvmlDevice_t device, const char* fallback) {
+    char buffer[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    if (fn == nullptr || fn(device, buffer, sizeof(buffer)) != NVML_SUCCESS)
+      return std::string(fallback);
+    return std::string(buffer);
+  };
   if (init != nullptr && shutdown != nullptr && count != nullptr && handle != nullptr &&
       pci != nullptr && name != nullptr && init() == NVML_SUCCESS) {
     unsigned int n = 0;
@@ -107,15 +134,72 @@ std::vector<Device> NvmlDevices(bool* found) {
       if (handle(i, &device) != NVML_SUCCESS || pci(device, &info) != NVML_SUCCESS) continue;
       char bus_id[32];
       std::snprintf(bus_id, sizeof(bus_id), "%04x:%02x:%02x.0", info.domain, info.bus, info.device);
-      char device_name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-      if (name(device, device_name, sizeof(device_name)) != NVML_SUCCESS) {
-        std::strcpy(device_name, kDefaultName);
+      NvmlGpu gpu;
+      gpu.whole = {bus_id, text(name, device, kDefaultName)};
+      gpu.uuid = text(uuid, device, "");
+      unsigned int current = 0;
+      unsigned int pending = 0;
+      gpu.mig_enabled = mode != nullptr && mode(device, &current, &pending) == NVML_SUCCESS &&
+                        current == static_cast<unsigned int>(NVML_DEVICE_MIG_ENABLE);
+      unsigned int slots = 0;
+      if (gpu.mig_enabled && max_mig != nullptr && mig != nullptr &&
+          max_mig(device, &slots) == NVML_SUCCESS) {
+        for (unsigned int m = 0; m < slots; ++m) {
+          nvmlDevice_t instance = nullptr;
+          if (mig(device, m, &instance) != NVML_SUCCESS) break;
+          gpu.mig_devices.push_back(
+              {text(uuid, instance, ""), Device{bus_id, text(name, instance, kDefaultName)}});
+        }
       }
-      out.push_back({bus_id, device_name});
+      out.push_back(std::move(gpu));
     }
     shutdown();
   }
   dlclose(nvml);
+  return out;
+}
+
+// CUDA's view of `gpus` (see the top of the file): CUDA_VISIBLE_DEVICES, whole GPUs, and one MIG
+// device per process.
+std::vector<Device> CudaDevices(const std::vector<NvmlGpu>& gpus) {
+  std::vector<Device> out;
+  bool took_mig = false;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr) {
+    for (const NvmlGpu& gpu : gpus) {
+      if (!gpu.mig_enabled) {
+        out.push_back(gpu.whole);
+      } else if (!took_mig && !gpu.mig_devices.empty()) {
+        out.push_back(gpu.mig_devices.front().second);
+        took_mig = true;
+      }
+    }
+    return out;
+  }
+  for (const Device& entry : ParseDeviceList(visible)) {
+    const std::string& token = entry.bus_id;  // the entry's text
+    const NvmlGpu* whole = nullptr;
+    const Device* mig = nullptr;
+    if (!token.empty() && std::all_of(token.begin(), token.end(), ::isdigit)) {
+      const size_t index = std::strtoul(token.c_str(), nullptr, 10);
+      if (index < gpus.size()) whole = &gpus[index];
+    } else {
+      for (const NvmlGpu& gpu : gpus) {
+        if (gpu.uuid == token) whole = &gpu;
+        for (const auto& [id, device] : gpu.mig_devices) {
+          if (id == token) mig = &device;
+        }
+      }
+    }
+    if (whole != nullptr && !whole->mig_enabled) {
+      out.push_back(whole->whole);
+    } else if (mig != nullptr) {
+      if (!took_mig) out.push_back(*mig);
+      took_mig = true;
+    } else {
+      break;  // names no CUDA device: CUDA ignores the rest of the list
+    }
+  }
   return out;
 }
 
@@ -124,9 +208,9 @@ std::vector<Device> EnumerateDevices() {
     return ParseDeviceList(env);
   }
   bool found = false;
-  std::vector<Device> out = NvmlDevices(&found);
+  const std::vector<NvmlGpu> gpus = NvmlGpus(&found);
   if (!found) return ParseDeviceList("0000:17:00.0");
-  return out;
+  return CudaDevices(gpus);
 }
 
 // Callers hold mu.
