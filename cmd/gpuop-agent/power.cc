@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "agent/node/node_label_watch.h"
 #include "agent/podresources/pod_resources.h"
+#include "agent/power/policy_label.h"
 #include "agent/power/power_manager.h"
 #include "cmd/gpuop-agent/accelerators.h"
 #include "cmd/gpuop-agent/commands.h"
@@ -54,6 +56,8 @@ void AddPowerCommand(CLI::App& app) {
     std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
     std::string limit_record{agent::power::FileLimitRecord::kDefaultPath};
     bool restore = false;
+    std::string node_name;
+    std::string kubeconfig;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -83,6 +87,10 @@ void AddPowerCommand(CLI::App& app) {
                   "Where the limits it lowers are written down, with the ones it found (on the "
                   "node, so that a restarted agent or --restore gives them back)")
       ->capture_default_str();
+  AddNodeNameFlag(*sub, flags->node_name,
+                  "followed for its gpuop.io/power.policy label (a node pool's power settings, "
+                  "over these flags); empty: the flags alone");
+  sub->add_option("--kubeconfig", flags->kubeconfig, "Kubeconfig; in-cluster when unset");
   sub->add_flag("--restore", flags->restore,
                 "Give back every limit the record says was lowered (the uninstall's undo), then "
                 "exit");
@@ -116,7 +124,37 @@ void AddPowerCommand(CLI::App& app) {
     }
     std::fprintf(stderr, "power: managing %zu accelerator families, idle after %ds\n",
                  managers.size(), flags->idle_after_seconds);
+    // The node's pool may set other power settings: follow its label, keeping the policy in
+    // force when a value does not parse.
+    std::unique_ptr<kube::Client> client;
+    std::unique_ptr<agent::NodeLabelWatch> watch;
+    if (!flags->node_name.empty() && !managers.empty()) {
+      absl::StatusOr<std::unique_ptr<kube::Client>> made =
+          MakeClient(flags->kubeconfig, "agent-power");
+      if (!made.ok()) {
+        std::fprintf(stderr, "power: not following %s: %s\n", agent::power::kPowerPolicyLabel,
+                     made.status().ToString().c_str());
+      } else {
+        client = *std::move(made);
+        watch = std::make_unique<agent::NodeLabelWatch>(
+            *client, flags->node_name, agent::power::kPowerPolicyLabel,
+            [&managers, policy](const std::string& value) {
+              absl::StatusOr<agent::power::PowerPolicy> now =
+                  agent::power::PolicyForLabel(policy, value);
+              if (!now.ok()) {
+                std::fprintf(stderr, "power: %s; keeping the policy in force\n",
+                             now.status().ToString().c_str());
+                return;
+              }
+              std::fprintf(stderr, "power: policy %s\n",
+                           value.empty() ? "from the flags" : value.c_str());
+              for (auto& m : managers) m->SetPolicy(*now);
+            });
+        watch->Start();
+      }
+    }
     const int sig = common::WaitForTerminationSignal();
+    if (watch != nullptr) watch->Stop();
     std::fprintf(stderr, "power: signal %d, stopping: giving back the limits it lowered\n", sig);
     for (auto& m : managers) m->Stop();
   });

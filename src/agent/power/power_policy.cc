@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "absl/strings/str_cat.h"
+#include "agent/power/policy_label.h"
 
 namespace gpuop::agent::power {
 namespace {
@@ -109,6 +110,22 @@ std::optional<double> FloorWatts(const PowerPolicy& policy, const hw::GpuSample&
     floor = *policy.floor_fraction * gpu.power_limit_default_watts.value_or(max);
   }
   return std::clamp(floor, min, std::max(min, max));
+}
+
+absl::StatusOr<PowerPolicy> PolicyForLabel(const PowerPolicy& base, absl::string_view label) {
+  if (label.empty()) return base;
+  absl::StatusOr<LabelPolicy> parsed = ParsePowerPolicyLabel(label);
+  if (!parsed.ok()) return parsed.status();
+  PowerPolicy policy = base;
+  if (!parsed->enabled) {
+    policy.enabled = false;
+    return policy;
+  }
+  policy.enabled = true;
+  policy.idle_for = parsed->idle_after;
+  policy.floor_watts.reset();
+  policy.floor_fraction = static_cast<double>(parsed->floor_percent) / 100.0;
+  return policy;
 }
 
 }  // namespace gpuop::agent::power

@@ -33,6 +33,14 @@ struct PowerPolicy {
 // (0, 1], both floors set, a threshold above 100.
 [[nodiscard]] absl::Status ValidatePowerPolicy(const PowerPolicy& policy);
 
+// The policy on a node whose gpuop.io/power.policy label (policy_label.h) says `label`: `base`
+// (the component's flags) when the label is absent (""), no capping for "off", else `base` with
+// the label's idle time and floor (a floor in percent replaces a floor in watts).
+// InvalidArgument naming the label for a value that does not parse; the caller keeps the
+// policy it has.
+[[nodiscard]] absl::StatusOr<PowerPolicy> PolicyForLabel(const PowerPolicy& base,
+                                                         absl::string_view label);
+
 // Parses the YAML form above and validates it. Errors name `source` and the field. An empty
 // document is the default policy (disabled).
 [[nodiscard]] absl::StatusOr<PowerPolicy> ParsePowerPolicy(absl::string_view yaml,

@@ -48,6 +48,20 @@ absl::StatusOr<NodePool> ParseNodePool(const nlohmann::json& object) {
       Optional(slicing, "replicas", p.time_slicing_replicas,
                [&](const char* key, int64_t& out) { return slicing.Int(key, out, 2, 64); }));
   GPUOP_RETURN_IF_ERROR(slicing.Bool("renameByDefault", p.time_slicing_rename));
+  if (!spec.Get("power").is_null()) {
+    const Reader power = spec.Child("power");
+    NodePool::Power settings;
+    GPUOP_RETURN_IF_ERROR(
+        Optional(power, "enabled", settings.enabled,
+                 [&](const char* key, bool& out) { return power.Bool(key, out); }));
+    GPUOP_RETURN_IF_ERROR(
+        Optional(power, "idleAfter", settings.idle_after,
+                 [&](const char* key, absl::Duration& out) { return power.Duration(key, out); }));
+    GPUOP_RETURN_IF_ERROR(
+        Optional(power, "floorPercent", settings.floor_percent,
+                 [&](const char* key, int64_t& out) { return power.Int(key, out, 1, 100); }));
+    p.power = settings;
+  }
   return p;
 }
 

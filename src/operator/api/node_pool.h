@@ -25,6 +25,15 @@ struct NodePool {
   std::optional<int64_t> time_slicing_replicas;
   // timeSlicing.renameByDefault: the shared GPUs are advertised as nvidia.com/gpu.shared.
   bool time_slicing_rename = false;
+  // power: the power manager's settings for the pool's nodes, over the policy's
+  // (components.powerManager); reach the agent through the node label gpuop.io/power.policy.
+  struct Power {
+    std::optional<bool> enabled;  // false: no capping on these nodes
+    std::optional<absl::Duration> idle_after;
+    std::optional<int64_t> floor_percent;
+    friend bool operator==(const Power&, const Power&) = default;
+  };
+  std::optional<Power> power;
 };
 
 // Reads a GPUNodePool; InvalidArgument naming the field when malformed.

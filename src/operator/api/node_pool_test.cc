@@ -38,5 +38,22 @@ TEST(NodePoolTest, AnEmptySelectorIsRejected) {
               HasSubstr("spec.timeSlicing.replicas: must be an integer from 2 to 64"));
 }
 
+TEST(NodePoolTest, ReadsPowerSettings) {
+  auto p = ParseNodePool(nlohmann::json::parse(R"({
+    "metadata": {"name": "h100"},
+    "spec": {"nodeSelector": {"matchLabels": {"pool": "h100"}},
+             "power": {"idleAfter": "15m", "floorPercent": 45}}})"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE(p->power.has_value());
+  EXPECT_EQ(p->power->idle_after, absl::Minutes(15));
+  EXPECT_EQ(p->power->floor_percent, 45);
+  EXPECT_FALSE(p->power->enabled.has_value());
+  auto bad = ParseNodePool(nlohmann::json::parse(R"({
+    "metadata": {"name": "h100"},
+    "spec": {"nodeSelector": {"matchLabels": {"pool": "h100"}}, "power": {"floorPercent": 0}}})"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("spec.power.floorPercent: must be an integer from 1 to 100"));
+}
+
 }  // namespace
 }  // namespace gpuop::op

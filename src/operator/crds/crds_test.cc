@@ -342,8 +342,9 @@ TEST(CrdsTest, EveryIntegerBoundOfThePolicyAgreesWithTheParser) {
 
 TEST(CrdsTest, EveryIntegerBoundOfThePoolAgreesWithTheParser) {
   const std::vector<IntegerField> fields = IntegersOf("gpunodepools.gpuop.io");
-  ASSERT_EQ(fields.size(), 1u) << "the pool's one integer is timeSlicing.replicas";
-  EXPECT_EQ(fields[0].path, (std::vector<std::string>{"timeSlicing", "replicas"}));
+  std::set<std::string> names;
+  for (const IntegerField& f : fields) names.insert(absl::StrJoin(f.path, "."));
+  EXPECT_EQ(names, (std::set<std::string>{"timeSlicing.replicas", "power.floorPercent"}));
   ExpectParserAgrees(
       fields,
       [](const IntegerField&) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/power/policy_label.h"
 #include "common/json_access.h"
 #include "operator/api/node_state.h"
 #include "operator/nodes/driver_clients.h"
@@ -225,7 +226,16 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
     std::optional<std::string> driver_pool = "default";
     std::optional<std::string> plugin_config;
     std::optional<std::string> mig_layout;
+    std::optional<std::string> power_policy;
     if (pool != nullptr) {
+      if (pool->power.has_value() && policy->Enabled(Component::kPowerManager)) {
+        // The pool's settings over the policy's, complete, so that the agent needs nothing else.
+        const NodePool::Power& p = *pool->power;
+        power_policy = agent::power::FormatPowerPolicyLabel(
+            {.enabled = p.enabled.value_or(true),
+             .idle_after = p.idle_after.value_or(policy->components.power_idle_after),
+             .floor_percent = p.floor_percent.value_or(policy->components.power_floor_percent)});
+      }
       if (pool->driver_version.has_value() || pool->driver_repository.has_value()) {
         driver_pool = pool->name;
       }
@@ -268,6 +278,7 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
     }
     pool_label(kDevicePluginConfigLabel, plugin_config);
     pool_label(kMigConfigLabel, mig_layout);
+    pool_label(agent::power::kPowerPolicyLabel, power_policy);
   } else if (policy != nullptr && driver_running) {
     keep_running_driver(kRemovalNodeDeselected);
   } else if (policy == nullptr) {
@@ -311,7 +322,7 @@ NodeLabelChange DesiredNodeLabels(const kube::Node& node, const std::vector<std:
 bool IsNodeLabellingKey(absl::string_view key) {
   return key == kManagedLabel || absl::StartsWith(key, kDeployLabelPrefix) ||
          key == kDriverPoolLabel || key == kDriverOsLabel || key == kDevicePluginConfigLabel ||
-         key == kMigConfigLabel;
+         key == kMigConfigLabel || key == agent::power::kPowerPolicyLabel;
 }
 
 std::vector<std::string> OwnedLabelKeys(const nlohmann::json& object, const std::string& manager) {

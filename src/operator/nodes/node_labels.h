@@ -126,7 +126,8 @@ struct NodeLabelChange {
 //     gpuop.io/deploy.operands=false, or, for the driver, a host driver (host-driver; never
 //     while `driver_pod_on_node`: a driver gpuop's container loaded is not the host's, and
 //     taking its pod away would leave the node with none);
-//   gpuop.io/driver.pool, nvidia.com/device-plugin.config and nvidia.com/mig.config from the
+//   gpuop.io/driver.pool, nvidia.com/device-plugin.config, nvidia.com/mig.config and
+//     gpuop.io/power.policy (the pool's power settings over the policy's) from the
 //     node's pool; gpuop.io/driver.os (NodeDriverOs) while the driver image depends on the node. A
 //     node in conflict keeps the values it has. A node whose driver pod runs keeps its
 //     gpuop.io/driver.pool when its pool changes: the new pool goes into

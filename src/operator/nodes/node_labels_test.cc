@@ -245,6 +245,36 @@ TEST(NodeLabelsTest, PoolsSetDriverSharingAndMig) {
   EXPECT_THAT(c.desired, Contains(Pair("nvidia.com/mig.config", "all-1g.10gb")));
 }
 
+// A pool's power settings reach its nodes complete (the pool's over the policy's); without the
+// power manager in the policy there is no label, and leaving the pool takes the label away.
+TEST(NodeLabelsTest, PoolPowerSettingsBecomeTheNodesPowerPolicyLabel) {
+  PolicySpec policy = Policy();
+  policy.components.power_manager = true;
+  policy.components.power_idle_after = absl::Minutes(10);
+  policy.components.power_floor_percent = 60;
+  NodePool pool = Pool("h100", {{"pool", "h100"}});
+  pool.power = NodePool::Power{.floor_percent = 40};
+  const kube::Node node = NodeWith({{kNfdNvidiaLabel, "true"}, {"pool", "h100"}});
+  NodeLabelChange c = DesiredNodeLabels(node, {}, &policy, &pool, false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/power.policy", "idle-600s.floor-40pct")));
+
+  pool.power = NodePool::Power{.enabled = false};
+  c = DesiredNodeLabels(node, {}, &policy, &pool, false);
+  EXPECT_THAT(c.desired, Contains(Pair("gpuop.io/power.policy", "off")));
+
+  policy.components.power_manager = false;
+  c = DesiredNodeLabels(node, {}, &policy, &pool, false);
+  EXPECT_THAT(c.desired, Not(Contains(Pair("gpuop.io/power.policy", ::testing::_))));
+
+  policy.components.power_manager = true;
+  const kube::Node labelled =
+      NodeWith({{kNfdNvidiaLabel, "true"}, {"pool", "other"}, {"gpuop.io/power.policy", "off"}});
+  c = DesiredNodeLabels(labelled, {"gpuop.io/power.policy"}, &policy, nullptr, false);
+  EXPECT_THAT(c.desired, Not(Contains(Pair("gpuop.io/power.policy", ::testing::_))));
+  EXPECT_TRUE(c.needed);
+  EXPECT_TRUE(IsNodeLabellingKey("gpuop.io/power.policy"));
+}
+
 TEST(NodeLabelsTest, ARunningDriverMovesPoolsThroughTheUpgradeNotAtOnce) {
   const PolicySpec policy = Policy();
   NodePool pool = Pool("h100", {{"pool", "h100"}});

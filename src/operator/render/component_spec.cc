@@ -190,6 +190,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       s.mounts = {kPodResources,
                   kHostRoot,
                   {"gpuop-state", "/var/lib/gpuop", "/var/lib/gpuop", false, "DirectoryOrCreate"}};
+      // Follows its Node's gpuop.io/power.policy label (a pool's power settings).
+      s.rules = {kReadNodes};
       s.privileged = true;  // setting power limits needs root on the GPUs
       s.waits_for_driver = c.validator;
       break;
