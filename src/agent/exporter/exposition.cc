@@ -132,6 +132,13 @@ std::vector<std::string> WithHolders(const std::string& base,
     const podresources::Holder& holder = (*holders)[i];
     std::string labels = base;
     AppendLabel(labels, "container", holder.container);
+    if (holder.dra.has_value()) {  // dcgm-exporter's labels for a device a ResourceClaim gave
+      AppendLabel(labels, "dra_claim_name", holder.dra->claim_name);
+      AppendLabel(labels, "dra_claim_namespace", holder.dra->claim_namespace);
+      AppendLabel(labels, "dra_device_name", holder.dra->device);
+      AppendLabel(labels, "dra_driver_name", holder.dra->driver);
+      AppendLabel(labels, "dra_pool_name", holder.dra->pool);
+    }
     AppendLabel(labels, "namespace", holder.pod_namespace);
     AppendLabel(labels, "pod", holder.pod);
     sets.push_back(std::move(labels));

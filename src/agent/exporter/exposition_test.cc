@@ -154,6 +154,24 @@ TEST_F(ExporterExpositionTest, AnUnnamedXidHasNoErrMsg) {
   EXPECT_THAT(text, HasSubstr("DCGM_FI_DRIVER_VERSION=\"570.86.15\",err_code=\"157\"} 157\n"));
 }
 
+// A GPU a ResourceClaim gave carries the claim in dcgm-exporter's dra_* labels, between the
+// container and the namespace (the order its series show them).
+TEST_F(ExporterExpositionTest, GpusFromAClaimCarryTheDraLabels) {
+  holders_["GPU-0000"].gpu = {{.pod_namespace = "gpu-test3",
+                               .pod = "pod1",
+                               .container = "ctr",
+                               .dra = podresources::DraDevice{.driver = "gpu.nvidia.com",
+                                                              .pool = "node-1",
+                                                              .device = "gpu-0",
+                                                              .claim_name = "single-gpu",
+                                                              .claim_namespace = "gpu-test3"}}};
+  const std::string text = Render(Input());
+  EXPECT_THAT(text, HasSubstr("container=\"ctr\",dra_claim_name=\"single-gpu\","
+                              "dra_claim_namespace=\"gpu-test3\",dra_device_name=\"gpu-0\","
+                              "dra_driver_name=\"gpu.nvidia.com\",dra_pool_name=\"node-1\","
+                              "namespace=\"gpu-test3\",pod=\"pod1\"}"));
+}
+
 TEST_F(ExporterExpositionTest, EnergyAndSelfMetrics) {
   const std::string text = Render(Input());
   EXPECT_THAT(text, HasSubstr("gpuop_gpu_energy_joules_total{gpu=\"0\",UUID=\"GPU-0000\"} "

@@ -119,8 +119,10 @@ Attribution Attribute(const std::vector<const hw::Inventory*>& inventories,
       continue;
     }
     GpuHolders& holders = result.by_gpu[found.gpu->uuid];
-    Holder holder{
-        .pod_namespace = device.pod_namespace, .pod = device.pod, .container = device.container};
+    Holder holder{.pod_namespace = device.pod_namespace,
+                  .pod = device.pod,
+                  .container = device.container,
+                  .dra = device.dra};
     if (found.gpu_instance.has_value()) {
       AddHolder(holders.instances[*found.gpu_instance], std::move(holder), options,
                 result.dropped_holders);
@@ -132,7 +134,17 @@ Attribution Attribute(const std::vector<const hw::Inventory*>& inventories,
 }
 
 std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const GpuHolders& holders) {
-  std::map<Holder, double> shares;
+  // Energy is the container's, whichever claim gave it the device.
+  struct ByContainer {
+    std::map<Holder, double> shares;
+    double& operator[](const Holder& holder) {
+      Holder key = holder;
+      key.dra.reset();
+      return shares[key];
+    }
+    auto begin() { return shares.begin(); }
+    auto end() { return shares.end(); }
+  } shares;
   if (!holders.gpu.empty()) {
     const double each = 1.0 / static_cast<double>(holders.gpu.size());
     for (const Holder& holder : holders.gpu) shares[holder] += each;
@@ -166,7 +178,7 @@ std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const Gp
   if (total > 1) {
     for (auto& [holder, share] : shares) share /= total;
   }
-  return {shares.begin(), shares.end()};
+  return {shares.shares.begin(), shares.shares.end()};
 }
 
 }  // namespace gpuop::agent::podresources

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,10 @@ struct Holder {
   std::string pod_namespace;
   std::string pod;
   std::string container;
+  // The ResourceClaim result, for a device allocated through DRA (dcgm-exporter labels series
+  // with it: dra_claim_name, dra_claim_namespace, dra_device_name, dra_driver_name,
+  // dra_pool_name).
+  std::optional<DraDevice> dra;
 
   friend auto operator<=>(const Holder&, const Holder&) = default;
   friend bool operator==(const Holder&, const Holder&) = default;

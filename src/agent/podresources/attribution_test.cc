@@ -101,10 +101,21 @@ TEST(ExporterAttributionTest, DraDevicesMapByMinorNumberAndPlacement) {
        Claimed("dra.net", "gpu-4", "nic"), Claimed("gpu.nvidia.com", "gpu-9", "stale"),
        Claimed("gpu.nvidia.com", "gpu-x", "junk")});
   ASSERT_EQ(a.by_gpu.size(), 2u);
-  EXPECT_THAT(a.by_gpu.at("GPU-0000").gpu, ElementsAre(H("a")));
-  EXPECT_THAT(a.by_gpu.at("GPU-1111").gpu, ElementsAre(H("odd")));
+  // The holders keep their claim, for dcgm-exporter's dra_* labels.
+  auto claimed = [](std::string pod, std::string device) {
+    Holder h = H(std::move(pod));
+    h.dra = DraDevice{.driver = "gpu.nvidia.com",
+                      .pool = "node-a",
+                      .device = std::move(device),
+                      .claim_name = "claim",
+                      .claim_namespace = "ns"};
+    return h;
+  };
+  EXPECT_THAT(a.by_gpu.at("GPU-0000").gpu, ElementsAre(claimed("a", "gpu-4")));
+  EXPECT_THAT(a.by_gpu.at("GPU-1111").gpu, ElementsAre(claimed("odd", "gpu-7-mig-3g20gb-9-4")));
   EXPECT_THAT(a.by_gpu.at("GPU-1111").instances,
-              ElementsAre(Pair(1u, ElementsAre(H("n"))), Pair(13u, ElementsAre(H("m")))));
+              ElementsAre(Pair(1u, ElementsAre(claimed("n", "gpu-7-mig-3g20gb-9-0"))),
+                          Pair(13u, ElementsAre(claimed("m", "gpu-7-mig-19-6-1")))));
   EXPECT_EQ(a.unknown_devices, 2);
 }
 

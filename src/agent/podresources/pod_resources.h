@@ -1,6 +1,7 @@
 #ifndef GPUOP_AGENT_PODRESOURCES_POD_RESOURCES_H_
 #define GPUOP_AGENT_PODRESOURCES_POD_RESOURCES_H_
 
+#include <compare>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@ struct DraDevice {
   std::string claim_name;
   std::string claim_namespace;
 
+  friend auto operator<=>(const DraDevice&, const DraDevice&) = default;
   friend bool operator==(const DraDevice&, const DraDevice&) = default;
 };
 
