@@ -19,6 +19,7 @@
 #include "agent/exporter/fake_node.h"
 #include "common/process.h"
 #include "hw/nvml/nvml_accelerator.h"
+#include "kube/client/resource.h"
 #include "kube/transport/curl_http_client.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 
@@ -53,6 +54,53 @@ class ExporterPrometheusTest : public ::testing::Test {
     return nlohmann::json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   }
 
+  // Starts Prometheus scraping 127.0.0.1:`target` every second and waits until the target is
+  // up (scraped successfully).
+  void StartPrometheus(int target) {
+    port_ = FreePort();
+    std::ofstream(dir_.path() / "prometheus.yml")
+        << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        << "scrape_configs:\n"
+        << "- job_name: gpuop\n"
+        << "  static_configs: [{targets: ['127.0.0.1:" << target << "']}]\n";
+    auto prometheus = common::Subprocess::Spawn(
+        {.argv = {kPrometheus,
+                  absl::StrCat("--config.file=", (dir_.path() / "prometheus.yml").string()),
+                  absl::StrCat("--storage.tsdb.path=", (dir_.path() / "data").string()),
+                  absl::StrCat("--web.listen-address=127.0.0.1:", port_)},
+         .output_path = dir_.path() / "prometheus.log"});
+    ASSERT_TRUE(prometheus.ok()) << prometheus.status();
+    prometheus_ = std::make_unique<common::Subprocess>(*std::move(prometheus));
+    bool up = false;
+    for (absl::Time deadline = absl::Now() + kWait; !up && absl::Now() < deadline;) {
+      ASSERT_TRUE(prometheus_->Running()) << prometheus_->DescribeExit() << "\n" << Log();
+      const nlohmann::json targets = Api("/api/v1/targets");
+      if (targets.is_object()) {
+        for (const auto& t : targets["data"]["activeTargets"]) {
+          if (t.value("health", "") != "up") continue;
+          up = true;
+          EXPECT_EQ(t.value("lastError", "?"), "") << "Prometheus could not use the scrape";
+        }
+      }
+      if (!up) absl::SleepFor(absl::Milliseconds(200));
+    }
+    ASSERT_TRUE(up) << Log();
+  }
+
+  // The instant query's result vector, once it has `want` series (or the wait ran out).
+  nlohmann::json Query(const std::string& promql, size_t want) {
+    nlohmann::json result = nlohmann::json::array();
+    for (absl::Time deadline = absl::Now() + kWait; absl::Now() < deadline;) {
+      const nlohmann::json answer = Api("/api/v1/query?query=" + kube::UrlEncode(promql));
+      if (answer.is_object() && answer.value("status", "") == "success") {
+        result = answer["data"]["result"];
+        if (result.size() >= want) break;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return result;
+  }
+
   std::string Log() const {
     std::stringstream log;
     log << std::ifstream(dir_.path() / "prometheus.log").rdbuf();
@@ -61,6 +109,7 @@ class ExporterPrometheusTest : public ::testing::Test {
 
   fakes::TempDir dir_;
   int port_ = 0;
+  std::unique_ptr<common::Subprocess> prometheus_;
   std::unique_ptr<kube::CurlHttpClient> client_ = *kube::CurlHttpClient::Create({});
 };
 
@@ -78,35 +127,7 @@ TEST_F(ExporterPrometheusTest, ARealPrometheusScrapesEveryGpuWithDcgmLabels) {
                      .accelerators = {nvml->get()}});
   ASSERT_TRUE(exporter.Start().ok());
 
-  port_ = FreePort();
-  std::ofstream(dir_.path() / "prometheus.yml")
-      << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-      << "scrape_configs:\n"
-      << "- job_name: gpuop\n"
-      << "  static_configs: [{targets: ['127.0.0.1:" << exporter.port() << "']}]\n";
-  auto prometheus = common::Subprocess::Spawn(
-      {.argv = {kPrometheus,
-                absl::StrCat("--config.file=", (dir_.path() / "prometheus.yml").string()),
-                absl::StrCat("--storage.tsdb.path=", (dir_.path() / "data").string()),
-                absl::StrCat("--web.listen-address=127.0.0.1:", port_)},
-       .output_path = dir_.path() / "prometheus.log"});
-  ASSERT_TRUE(prometheus.ok()) << prometheus.status();
-
-  // The target is up once Prometheus has scraped it successfully.
-  bool up = false;
-  for (absl::Time deadline = absl::Now() + kWait; !up && absl::Now() < deadline;) {
-    ASSERT_TRUE(prometheus->Running()) << prometheus->DescribeExit() << "\n" << Log();
-    const nlohmann::json targets = Api("/api/v1/targets");
-    if (targets.is_object()) {
-      for (const auto& target : targets["data"]["activeTargets"]) {
-        if (target.value("health", "") != "up") continue;
-        up = true;
-        EXPECT_EQ(target.value("lastError", "?"), "") << "Prometheus could not use the scrape";
-      }
-    }
-    if (!up) absl::SleepFor(absl::Milliseconds(200));
-  }
-  ASSERT_TRUE(up) << Log();
+  StartPrometheus(exporter.port());
 
   nlohmann::json series;
   for (absl::Time deadline = absl::Now() + kWait; absl::Now() < deadline;) {
@@ -136,7 +157,61 @@ TEST_F(ExporterPrometheusTest, ARealPrometheusScrapesEveryGpuWithDcgmLabels) {
   }
   EXPECT_GT(exporter.scrapes(), 0);
 
-  ASSERT_TRUE(prometheus->Stop(absl::Seconds(20)).ok());
+  ASSERT_TRUE(prometheus_->Stop(absl::Seconds(20)).ok());
+  exporter.Stop();
+}
+
+// Every panel of NVIDIA's published dcgm-exporter dashboard has data for every GPU of the H100
+// node (the profiling panels included: GPM), and a node whose GPUs are time-sliced between two
+// pods each does not count a GPU twice: one series per GPU, so the power total is the GPUs'.
+TEST_F(ExporterPrometheusTest, EveryPanelOfNvidiasDashboardHasDataAndSumsAreNotInflated) {
+  if (!std::filesystem::exists(kPrometheus)) GTEST_SKIP() << kPrometheus << " is not installed";
+  auto node = testing::FakeNode::StartWithPods(16);  // 2 pods per GPU
+  ASSERT_TRUE(node.ok()) << node.status();
+  Exporter exporter({.listen_address = "127.0.0.1:0",
+                     .interval = absl::Seconds(1),
+                     .pod_resources_socket = (*node)->pod_resources_socket(),
+                     .node_name = "node-1",
+                     .accelerators = {&(*node)->exporter_nvml()}});
+  ASSERT_TRUE(exporter.Start().ok());
+  StartPrometheus(exporter.port());
+
+  std::ifstream panels(std::string(GPUOP_EXPORTER_TESTDATA) + "/dcgm-exporter-dashboard.promql");
+  std::string line;
+  int checked = 0;
+  while (std::getline(panels, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t bar = line.find(" | ");
+    ASSERT_NE(bar, std::string::npos) << line;
+    const std::string title = line.substr(0, bar);
+    std::string promql = line.substr(bar + 3);
+    // The dashboard's "All" for both variables.
+    for (const char* variable : {"$Hostname", "$gpu"}) {
+      for (size_t at; (at = promql.find(variable)) != std::string::npos;) {
+        promql.replace(at, std::string(variable).size(), ".*");
+      }
+    }
+    const bool per_gpu = promql.find("by (Hostname, gpu") != std::string::npos ||
+                         promql.find("by (Hostname, UUID, gpu)") != std::string::npos ||
+                         title == "gpu variable";
+    const nlohmann::json result = Query(promql, per_gpu ? 8 : 1);
+    EXPECT_EQ(result.size(), per_gpu ? 8u : 1u) << title << ": " << promql << "\n" << result;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10);
+
+  // Not inflated: the shared GPUs have one series each, so a plain sum is the GPUs' total.
+  const nlohmann::json total =
+      Query("sum(max(DCGM_FI_DEV_POWER_USAGE) by (gpu)) - sum(DCGM_FI_DEV_POWER_USAGE)", 1);
+  ASSERT_EQ(total.size(), 1u);
+  EXPECT_EQ(std::stod(total[0]["value"][1].get<std::string>()), 0.0);
+  EXPECT_EQ(Query("count(DCGM_FI_DEV_POWER_USAGE)", 1)[0]["value"][1], "8");
+  // Each series still names a pod holding the GPU.
+  EXPECT_EQ(Query("count(DCGM_FI_DEV_POWER_USAGE{namespace=\"bench\",pod=~\"pod-.*\"})",
+                  1)[0]["value"][1],
+            "8");
+
+  ASSERT_TRUE(prometheus_->Stop(absl::Seconds(20)).ok());
   exporter.Stop();
 }
 
