@@ -112,6 +112,38 @@ TEST_F(RealGpuTest, MigProfilesAndDevicesAreReadable) {
   if (!capable) GTEST_SKIP() << "no MIG-capable GPU";
 }
 
+// GPM on Hopper and newer: ratios and PCIe rates in range from the second sample; absent before
+// Hopper. The NVLink traffic counter, where the driver reports one. Printed for the issue note.
+TEST_F(RealGpuTest, GpmActivityAndNvlinkTrafficAreRead) {
+  auto inventory = nvml_->Discover();
+  ASSERT_TRUE(inventory.ok()) << inventory.status();
+  ASSERT_TRUE(nvml_->TakeSample().ok());
+  absl::SleepFor(absl::Seconds(1));
+  auto sample = nvml_->TakeSample();
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  for (const GpuSample& g : sample->gpus) {
+    const Gpu& gpu = inventory->gpus.at(static_cast<size_t>(g.index));
+    std::printf(
+        "GPU %d (%s): GPM %s: graphics %.3f sm %.3f tensor %.3f dram %.3f pcie tx %.0f "
+        "rx %.0f B/s; nvlink %s\n",
+        g.index, gpu.architecture.c_str(), g.sm_active.has_value() ? "yes" : "no",
+        g.graphics_active.value_or(-1), g.sm_active.value_or(-1), g.tensor_active.value_or(-1),
+        g.dram_active.value_or(-1), g.pcie_tx_bytes_per_second.value_or(-1),
+        g.pcie_rx_bytes_per_second.value_or(-1),
+        g.nvlink_bytes_total.has_value() ? std::to_string(*g.nvlink_bytes_total).c_str()
+                                         : "absent");
+    const bool hopper_or_newer = gpu.compute_major >= 9;
+    EXPECT_EQ(g.sm_active.has_value(), hopper_or_newer) << g.index;
+    for (const auto& ratio : {g.graphics_active, g.sm_active, g.tensor_active, g.dram_active}) {
+      if (ratio.has_value()) {
+        EXPECT_TRUE(*ratio >= 0 && *ratio <= 1) << g.index;
+      }
+    }
+    // NVLink traffic is printed, not checked: whether a lone GPU has NVLink (to NVSwitches) is
+    // not something the inventory tells.
+  }
+}
+
 TEST_F(RealGpuTest, CudaVectorAddRuns) {
   auto result = ValidateCuda({.elements = 1 << 22});
   if (result.status().code() == absl::StatusCode::kNotFound) GTEST_SKIP() << result.status();
