@@ -1,8 +1,12 @@
 #include "common/process.h"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include <fcntl.h>
@@ -14,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 extern char** environ;
 
@@ -238,6 +243,29 @@ absl::Status Subprocess::Stop(absl::Duration grace) {
 
 std::string Subprocess::DescribeExit() const {
   return wait_status_.has_value() ? DescribeWaitStatus(*wait_status_) : "running";
+}
+
+absl::StatusOr<CapturedRun> RunCaptured(SpawnOptions options, absl::Duration timeout) {
+  static std::atomic<int> counter{0};
+  options.output_path = std::filesystem::temp_directory_path() /
+                        absl::StrCat("gpuop-run-", getpid(), "-", counter.fetch_add(1));
+  const std::filesystem::path output = options.output_path;
+  absl::StatusOr<Subprocess> child = Subprocess::Spawn(options);
+  if (!child.ok()) return child.status();
+  absl::StatusOr<int> waited = child->Wait(timeout);
+  if (!waited.ok()) (void)child->Stop(absl::Seconds(5));
+  std::ifstream in(output);
+  std::stringstream printed;
+  printed << in.rdbuf();
+  std::error_code ignored;
+  std::filesystem::remove(output, ignored);
+  if (!waited.ok()) {
+    return absl::DeadlineExceededError(absl::StrCat(options.argv.front(), ": still running after ",
+                                                    absl::FormatDuration(timeout)));
+  }
+  return CapturedRun{.exited_zero = *waited == 0,
+                     .ended = child->DescribeExit(),
+                     .output = std::string(absl::StripAsciiWhitespace(printed.str()))};
 }
 
 }  // namespace gpuop::common

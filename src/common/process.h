@@ -86,6 +86,18 @@ class Subprocess {
 // Describes a raw wait status in words.
 std::string DescribeWaitStatus(int wait_status);
 
+// What a program printed and how it ended (RunCaptured).
+struct CapturedRun {
+  bool exited_zero = false;
+  std::string ended;   // "exited with code 255", "killed by signal 9"
+  std::string output;  // stdout and stderr together, surrounding whitespace trimmed
+};
+
+// Runs `options.argv` to the end with its output captured in a temporary file (any
+// output_path in `options` is replaced). The spawn's error when it cannot start;
+// DeadlineExceeded, after stopping it, when it runs past `timeout`.
+[[nodiscard]] absl::StatusOr<CapturedRun> RunCaptured(SpawnOptions options, absl::Duration timeout);
+
 }  // namespace gpuop::common
 
 #endif  // GPUOP_COMMON_PROCESS_H_

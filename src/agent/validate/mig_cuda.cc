@@ -1,13 +1,8 @@
 #include "agent/validate/mig_cuda.h"
 
-#include <filesystem>
-
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
-#include "common/files.h"
 #include "common/process.h"
 #include "hw/cuda/cuda_validator.h"
 
@@ -17,27 +12,12 @@ MigCudaRunner SubprocessMigCudaRunner(std::vector<std::string> argv, absl::Durat
   return [argv = std::move(argv), timeout](const std::string& uuid) -> absl::StatusOr<std::string> {
     std::vector<std::string> command = argv;
     command.push_back("--device=" + uuid);
-    const std::filesystem::path output =
-        std::filesystem::temp_directory_path() /
-        absl::StrCat("gpuop-mig-cuda-", getpid(), "-", absl::ToUnixNanos(absl::Now()));
-    absl::StatusOr<common::Subprocess> child =
-        common::Subprocess::Spawn({.argv = command, .output_path = output});
-    if (!child.ok()) return child.status();
-    absl::StatusOr<int> waited = child->Wait(timeout);
-    absl::StatusOr<std::string> printed = common::ReadFile(output);
-    std::error_code ignored;
-    std::filesystem::remove(output, ignored);
-    const std::string said =
-        printed.ok() ? std::string(absl::StripAsciiWhitespace(*printed)) : std::string();
-    if (!waited.ok()) {
-      (void)child->Stop(absl::Seconds(5));
-      return absl::DeadlineExceededError(
-          absl::StrCat("the vector add did not finish within ", absl::FormatDuration(timeout)));
+    absl::StatusOr<common::CapturedRun> run = common::RunCaptured({.argv = command}, timeout);
+    if (!run.ok()) return run.status();
+    if (!run->exited_zero) {
+      return absl::FailedPreconditionError(absl::StrCat(run->ended, ": ", run->output));
     }
-    if (*waited != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(child->DescribeExit(), ": ", said));
-    }
-    return said;
+    return run->output;
   };
 }
 
