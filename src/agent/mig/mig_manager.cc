@@ -10,6 +10,8 @@
 #include "agent/mig/layout_file.h"
 #include "agent/mig/mig_config.h"
 #include "common/files.h"
+#include "kube/events/event.h"
+#include "kube/types/object_meta.h"
 
 namespace gpuop::agent::mig {
 namespace {
@@ -168,11 +170,31 @@ MigSyncResult MigManager::Sync() {
 
   if (state == kStateRebooting && meta_.annotations.contains(options_.reboot_annotation)) {
     // The reboot this manager asked for has not happened yet (the reboot tool removes the
-    // request): the clients stay paused and nothing is touched until it has.
-    return {.outcome = MigSyncResult::Outcome::kDeferred,
+    // request): the clients stay paused and nothing is touched until it has, or until the wait
+    // has lasted reboot_timeout (a request without a timestamp counts from now).
+    absl::StatusOr<absl::Time> asked =
+        kube::ParseTimestamp(meta_.annotations.at(options_.reboot_annotation));
+    if (!asked.ok() || clock_.Now() - *asked < options_.reboot_timeout) {
+      return {.outcome = MigSyncResult::Outcome::kDeferred,
+              .layout = layout,
+              .status = absl::UnavailableError(absl::StrCat(
+                  "waiting for the reboot requested through ", options_.reboot_annotation))};
+    }
+    NodeWrite withdraw;
+    withdraw.annotations[options_.reboot_annotation] = std::nullopt;
+    absl::Status written = Write(withdraw);
+    written.Update(Restore());
+    const std::string reason = absl::StrCat(
+        "MIG layout ", layout, " failed: the reboot requested through ", options_.reboot_annotation,
+        " did not happen within ", absl::FormatDuration(options_.reboot_timeout),
+        " (does a reboot tool act on it?); the request is withdrawn and the GPU clients are "
+        "back; the MIG mode change stays pending until the node reboots");
+    written.Update(WriteState(kStateFailed, reason));
+    node_.RecordEvent(kube::EventType::kWarning, "MigConfigFailed", reason);
+    unfinished_ = !written.ok();
+    return {.outcome = MigSyncResult::Outcome::kFailed,
             .layout = layout,
-            .status = absl::UnavailableError(absl::StrCat(
-                "waiting for the reboot requested through ", options_.reboot_annotation))};
+            .status = absl::DeadlineExceededError(reason)};
   }
 
   Change change{.layout = layout,

@@ -65,6 +65,10 @@ struct MigManagerOptions {
   // change completes after the reboot. Without it the change fails, saying a reboot applies it.
   bool with_reboot = false;
   std::string reboot_annotation = "gpuop.io/reboot-requested";
+  // A reboot requested this long ago that has not happened (no reboot tool acts on the
+  // annotation) ends the wait: the request is withdrawn, the clients are restored and the change
+  // fails, saying so, rather than leaving the node's GPU clients paused for good.
+  absl::Duration reboot_timeout = absl::Minutes(30);
   const common::Clock* clock = &common::Clock::Real();
 };
 

@@ -138,6 +138,27 @@ TEST_F(MigManagerResetTest, WithRebootARefusedResetRebootsAndTheChangeFinishesAf
   EXPECT_EQ(driver_.resets_.size(), 1u);
 }
 
+// No reboot tool acts on the request: after reboot_timeout the wait ends, the request is
+// withdrawn and the clients come back, rather than staying paused for good.
+TEST_F(MigManagerResetTest, ARebootThatNeverComesEndsTheWaitAndRestoresTheClients) {
+  driver_.refuse_ = true;
+  MigManagerOptions options = Options();
+  options.with_reboot = true;
+  options.reboot_timeout = absl::Minutes(30);
+  MigManager& manager = Manager(options);
+  ASSERT_EQ(manager.SyncOnce().outcome, Outcome::kFailed);
+  ExpectState(kStateRebooting);
+  clock_.Advance(absl::Minutes(29));
+  EXPECT_EQ(manager.SyncOnce().outcome, Outcome::kDeferred);
+  clock_.Advance(absl::Minutes(2));
+  const MigSyncResult result = manager.SyncOnce();
+  ASSERT_EQ(result.outcome, Outcome::kFailed);
+  ExpectState(kStateFailed);
+  EXPECT_THAT(Reason(), HasSubstr("did not happen within 30m (does a reboot tool act on it?)"));
+  EXPECT_FALSE(node_.annotation(kRebootAnnotation).has_value());
+  ExpectRestored();
+}
+
 TEST_F(MigManagerResetTest, AModeStillPendingAfterTheRebootFails) {
   driver_.refuse_ = true;
   MigManagerOptions options = Options();
