@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -45,23 +46,10 @@ absl::StatusOr<DeviceSelector> ParseDevices(const YAML::Node& node, const std::s
 
 // A 32-bit id as mig-parted reads it (Go's ParseInt with base 0): "0x20B010DE" or decimal.
 std::optional<uint32_t> ParseId(absl::string_view text) {
-  int base = 10;
-  if (absl::StartsWithIgnoreCase(text, "0x")) {
-    text.remove_prefix(2);
-    base = 16;
-  }
-  if (text.empty() || text.size() > 10) return std::nullopt;
-  uint64_t value = 0;
-  for (char c : text) {
-    const int digit = absl::ascii_isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                      : base == 16 && absl::ascii_isxdigit(static_cast<unsigned char>(c))
-                          ? absl::ascii_tolower(static_cast<unsigned char>(c)) - 'a' + 10
-                          : -1;
-    if (digit < 0) return std::nullopt;
-    value = value * base + digit;
-  }
-  if (value > 0xffffffffu) return std::nullopt;
-  return static_cast<uint32_t>(value);
+  uint32_t value = 0;
+  const bool hex = absl::StartsWithIgnoreCase(text, "0x");
+  if (hex ? absl::SimpleHexAtoi(text, &value) : absl::SimpleAtoi(text, &value)) return value;
+  return std::nullopt;
 }
 
 bool LooksLikeId(absl::string_view text) {

@@ -134,20 +134,15 @@ Attribution Attribute(const std::vector<const hw::Inventory*>& inventories,
 }
 
 std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const GpuHolders& holders) {
+  std::map<Holder, double> shares;
   // Energy is the container's, whichever claim gave it the device.
-  struct ByContainer {
-    std::map<Holder, double> shares;
-    double& operator[](const Holder& holder) {
-      Holder key = holder;
-      key.dra.reset();
-      return shares[key];
-    }
-    auto begin() { return shares.begin(); }
-    auto end() { return shares.end(); }
-  } shares;
+  auto container = [](const Holder& holder) {
+    return Holder{
+        .pod_namespace = holder.pod_namespace, .pod = holder.pod, .container = holder.container};
+  };
   if (!holders.gpu.empty()) {
     const double each = 1.0 / static_cast<double>(holders.gpu.size());
-    for (const Holder& holder : holders.gpu) shares[holder] += each;
+    for (const Holder& holder : holders.gpu) shares[container(holder)] += each;
   }
   if (!holders.instances.empty()) {
     unsigned int total_slices = 0;
@@ -169,7 +164,7 @@ std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const Gp
         break;
       }
       const double each = share / static_cast<double>(instance_holders.size());
-      for (const Holder& holder : instance_holders) shares[holder] += each;
+      for (const Holder& holder : instance_holders) shares[container(holder)] += each;
     }
   }
   // Whole-GPU and MIG holders on one GPU cannot both be real; never charge more than it used.
@@ -178,7 +173,7 @@ std::vector<std::pair<Holder, double>> EnergyShares(const hw::Gpu& gpu, const Gp
   if (total > 1) {
     for (auto& [holder, share] : shares) share /= total;
   }
-  return {shares.shares.begin(), shares.shares.end()};
+  return {shares.begin(), shares.end()};
 }
 
 }  // namespace gpuop::agent::podresources

@@ -1,7 +1,10 @@
 #include "agent/power/policy_label.h"
 
+#include <vector>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace gpuop::agent::power {
@@ -20,15 +23,13 @@ absl::StatusOr<LabelPolicy> ParsePowerPolicyLabel(absl::string_view value) {
                                                    "\"idle-<seconds>s.floor-<percent>pct\")"));
   };
   if (value == "off") return LabelPolicy{.enabled = false};
-  absl::string_view rest = value;
+  const std::vector<absl::string_view> parts = absl::StrSplit(value, ".floor-");
+  if (parts.size() != 2) return bad("not a power policy");
+  absl::string_view idle = parts[0];
+  absl::string_view floor = parts[1];
   int64_t seconds = 0;
   int64_t percent = 0;
-  const size_t dot = rest.find(".floor-");
-  if (!absl::ConsumePrefix(&rest, "idle-") || dot == absl::string_view::npos) {
-    return bad("not a power policy");
-  }
-  absl::string_view idle = value.substr(5, dot - 5);
-  absl::string_view floor = value.substr(dot + 7);
+  if (!absl::ConsumePrefix(&idle, "idle-")) return bad("not a power policy");
   if (!absl::ConsumeSuffix(&idle, "s") || !absl::SimpleAtoi(idle, &seconds) || seconds <= 0) {
     return bad("the idle time is not a positive number of seconds");
   }

@@ -77,15 +77,22 @@ std::set<void*> contexts;
 
 constexpr const char* kDefaultName = "Fake CUDA Device";
 
-std::vector<Device> ParseDeviceList(const std::string& list) {
-  std::vector<Device> out;
+// The comma-separated entries of `list`, empty ones left out.
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
     if (comma == std::string::npos) comma = list.size();
-    if (comma > start) out.push_back({list.substr(start, comma - start), kDefaultName});
+    if (comma > start) out.push_back(list.substr(start, comma - start));
     start = comma + 1;
   }
+  return out;
+}
+
+std::vector<Device> ParseDeviceList(const std::string& list) {
+  std::vector<Device> out;
+  for (std::string& bus_id : SplitList(list)) out.push_back({std::move(bus_id), kDefaultName});
   return out;
 }
 
@@ -176,8 +183,7 @@ std::vector<Device> CudaDevices(const std::vector<NvmlGpu>& gpus) {
     }
     return out;
   }
-  for (const Device& entry : ParseDeviceList(visible)) {
-    const std::string& token = entry.bus_id;  // the entry's text
+  for (const std::string& token : SplitList(visible)) {
     const NvmlGpu* whole = nullptr;
     const Device* mig = nullptr;
     if (!token.empty() && std::all_of(token.begin(), token.end(), ::isdigit)) {
