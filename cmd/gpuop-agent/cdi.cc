@@ -1,5 +1,5 @@
 // gpuop-agent cdi generate: installs gpuop-cdi-hook on the host and writes the node's CDI specs
-// (NVIDIA and AMD).
+// (NVIDIA and AMD, and the management spec gpuop's own components get their GPUs from).
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "agent/cdi/amd_generator.h"
 #include "agent/cdi/driver_watch.h"
 #include "agent/cdi/hook_install.h"
+#include "agent/cdi/management.h"
 #include "agent/cdi/nvidia_generator.h"
 #include "agent/cdi/spec_file.h"
 #include "cmd/gpuop-agent/accelerators.h"
@@ -88,11 +89,47 @@ std::string NvidiaDevRoot(const Flags& flags) {
   return (std::filesystem::path(driver_root) / "dev").string();
 }
 
+// Writes the management spec (agent/cdi/management.h) for the vendor specs just written, with the
+// MIG monitor capability where the driver has one. False (said on stderr) when it fails.
+bool WriteManagementSpec(const Flags& flags, const std::vector<agent::cdi::Spec>& vendor_specs) {
+  const agent::cdi::HostFiles files = Files(flags);
+  std::optional<agent::cdi::DeviceNode> monitor;
+  absl::StatusOr<unsigned int> minor = agent::cdi::MigMonitorMinor(files.Open("/proc"));
+  if (minor.ok()) {
+    agent::cdi::DeviceNode node = agent::cdi::MigMonitorNode(NvidiaDevRoot(flags), *minor);
+    std::error_code ec;
+    const std::string host = node.host_path.empty() ? node.path : node.host_path;
+    if (std::filesystem::exists(files.Open(host), ec)) {
+      monitor = std::move(node);
+    } else {
+      std::fprintf(stderr, "cdi: warning: the MIG monitor capability's node %s is missing\n",
+                   host.c_str());
+    }
+  } else if (minor.status().code() != absl::StatusCode::kNotFound) {
+    std::fprintf(stderr, "cdi: %s\n", minor.status().ToString().c_str());
+  }
+  absl::StatusOr<agent::cdi::Spec> spec = agent::cdi::ManagementSpec(vendor_specs, monitor);
+  absl::StatusOr<bool> written =
+      spec.ok() ? agent::cdi::WriteSpec(
+                      *spec, {.dir = flags.output_dir, .name = agent::cdi::kManagementSpecFileName})
+                : absl::StatusOr<bool>(spec.status());
+  if (!written.ok()) {
+    std::fprintf(stderr, "cdi: %s\n", written.status().ToString().c_str());
+    return false;
+  }
+  std::printf(
+      "%s/%s: %s (%s)\n", flags.output_dir.c_str(), agent::cdi::kManagementSpecFileName,
+      *written ? "written" : "unchanged",
+      monitor.has_value() ? "with the MIG monitor capability" : "no MIG monitor capability");
+  return true;
+}
+
 // Writes every vendor's spec; returns the number of failures.
 int GenerateOnce(const Flags& command_flags) {
   const Flags* flags = &command_flags;
   int failures = 0;
   const std::string hook_path = UsableHookPath(*flags);
+  std::vector<agent::cdi::Spec> written_specs;
   for (auto& accelerator : OpenAccelerators(flags->hardware)) {
     absl::StatusOr<hw::Inventory> inventory = accelerator->Discover();
     if (!inventory.ok()) {
@@ -134,7 +171,9 @@ int GenerateOnce(const Flags& command_flags) {
     }
     std::printf("%s/%s: %s (%zu devices)\n", flags->output_dir.c_str(), file.c_str(),
                 *written ? "written" : "unchanged", spec->spec.devices.size());
+    written_specs.push_back(std::move(spec->spec));
   }
+  if (!written_specs.empty() && !WriteManagementSpec(*flags, written_specs)) ++failures;
   return failures;
 }
 
@@ -143,7 +182,8 @@ int GenerateOnce(const Flags& command_flags) {
 int RemoveOnce(const Flags& flags) {
   int failures = 0;
   std::vector<std::filesystem::path> files;
-  for (const char* name : {agent::cdi::kNvidiaSpecFileName, agent::cdi::kAmdSpecFileName}) {
+  for (const char* name : {agent::cdi::kNvidiaSpecFileName, agent::cdi::kAmdSpecFileName,
+                           agent::cdi::kManagementSpecFileName}) {
     files.push_back(std::filesystem::path(flags.output_dir) / name);
   }
   if (!flags.hook_path.empty()) {

@@ -51,10 +51,10 @@ class Accelerators {
   std::vector<std::unique_ptr<hw::Accelerator>> open_;
 };
 
-// Until every ready file of `checks` exists in `status_dir` (or SIGTERM): 0 when they do, 1
-// naming the first missing one when `wait` is false.
+// Until every ready file of `checks` exists in `status_dir`, and every file of `files` (or
+// SIGTERM): 0 when they do, 1 naming the first missing one when `wait` is false.
 [[noreturn]] void Probe(const std::vector<std::string>& checks, const std::string& status_dir,
-                        bool wait) {
+                        const std::vector<std::string>& files, bool wait) {
   if (wait) common::BlockTerminationSignals();
   std::string reported;
   while (true) {
@@ -65,6 +65,12 @@ class Accelerators {
       if (!std::filesystem::exists(ready, ec)) {
         missing = absl::StrCat(check, " has not passed (no ", ready.string(), ")");
         break;
+      }
+    }
+    for (const std::string& file : files) {
+      std::error_code ec;
+      if (missing.empty() && !std::filesystem::exists(file, ec)) {
+        missing = absl::StrCat(file, " does not exist yet");
       }
     }
     if (missing.empty()) std::exit(0);
@@ -118,6 +124,7 @@ void AddValidateCommand(CLI::App& app) {
     bool keep_running = false;
     bool probe = false;
     bool wait = false;
+    std::vector<std::string> wait_files;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -147,10 +154,13 @@ void AddValidateCommand(CLI::App& app) {
   sub->add_flag("--wait", flags->wait,
                 "With --probe: wait until the ready files exist (an init container), exit 1 on "
                 "SIGTERM");
+  sub->add_option("--wait-file", flags->wait_files,
+                  "With --probe: also wait for this file (repeatable), such as the CDI spec a "
+                  "component's devices come from");
   sub->add_flag("--keep-running", flags->keep_running,
                 "After passing, stay up until SIGTERM (a DaemonSet's main container)");
   sub->callback([flags] {
-    if (flags->probe) Probe(flags->checks, flags->status_dir, flags->wait);
+    if (flags->probe) Probe(flags->checks, flags->status_dir, flags->wait_files, flags->wait);
     common::BlockTerminationSignals();
     const std::set<std::string> wanted(flags->checks.begin(), flags->checks.end());
     if (wanted.contains("device-plugin") && flags->node_name.empty()) {

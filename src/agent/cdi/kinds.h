@@ -21,6 +21,17 @@ inline constexpr char kNvidiaCdiKind[] = "nvidia.gpuop.io/gpu";
 // The file of gpuop's NVIDIA spec in the CDI directory (/var/run/cdi).
 inline constexpr char kNvidiaSpecFileName[] = "gpuop-nvidia.json";
 
+// gpuop's management spec (management.h): what gpuop's own components get their GPUs from.
+inline constexpr char kManagementCdiVendor[] = "management.gpuop.io";
+inline constexpr char kManagementCdiClass[] = "gpu";
+inline constexpr char kManagementCdiKind[] = "management.gpuop.io/gpu";
+inline constexpr char kManagementSpecFileName[] = "gpuop-management.json";
+// Its two devices, fully qualified.
+inline constexpr char kManagementAllDevice[] = "management.gpuop.io/gpu=all";
+inline constexpr char kManagementMigMonitorDevice[] = "management.gpuop.io/gpu=mig-monitor";
+// The container variable gpuop-container-runtime reads the devices to apply from.
+inline constexpr char kCdiDevicesVariable[] = "GPUOP_CDI_DEVICES";
+
 }  // namespace gpuop::agent::cdi
 
 #endif  // GPUOP_AGENT_CDI_KINDS_H_

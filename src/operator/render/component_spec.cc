@@ -88,7 +88,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                          "--layout-file=/run/gpuop/mig-layout"});
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get", "list", "watch", "patch"}}};
-      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's GFD is privileged too)
+      s.gpu_management = true;  // MIG profiles and instances for its labels, as NVIDIA's GFD
       s.waits_for_driver = c.validator;
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
       break;
@@ -97,6 +97,8 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
           {"runtime", "configure", "--keep-running", "--host-root=/host", "--nvidia-runtime"});
       if (c.runtime_kind != "auto") s.command.push_back("--runtime=" + c.runtime_kind);
       if (c.runtime_set_as_default) s.command.push_back("--set-as-default");
+      // The handler of the RuntimeClass gpuop, for the gpu_management components.
+      if (ManagementRuntime(policy)) s.command.push_back("--gpuop-runtime");
       // Edits the runtime's configuration and restarts it: host root and host PIDs.
       s.mounts = {{"host-root", "/", "/host", false, "Directory"}};
       s.privileged = true;
@@ -113,7 +115,9 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
           {"hook-dir", "/var/lib/gpuop/bin", "/var/lib/gpuop/bin", false, "DirectoryOrCreate"},
           kHostRoot,
           kRunGpuop};
-      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's toolkit is privileged too)
+      // Opens every GPU and MIG capability to describe them, and writes the management spec the
+      // other components get their devices from (NVIDIA's toolkit container is privileged too).
+      s.privileged = true;
       break;
     case Component::kDevicePlugin:
       s.command = Agent({"device-plugin", kHostRootFlag, "--sysfs-root=/host/sys",
@@ -126,7 +130,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       AddHealthPolicy(s.command, c);
       s.mounts = {kDevicePlugins, kHostRoot, kRunGpuop};
       s.rules = {kReadNodes};
-      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's device plugin too)
+      s.gpu_management = true;  // MIG devices and health, as NVIDIA's device plugin
       s.waits_for_driver = c.validator;
       s.config_maps = {{"gpuop-device-plugin-config", "/etc/gpuop/device-plugin"}};
       break;
@@ -136,7 +140,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
       AddHealthPolicy(s.command, c);
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus, kWriteEvents};
-      s.privileged = true;  // waits for XID events on the GPUs' device nodes
+      s.gpu_management = true;  // XID events of every GPU and MIG instance
       s.waits_for_driver = c.validator;
       break;
     case Component::kExporter:
@@ -145,7 +149,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                          "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"});
       if (c.exporter_virtual_gpus) s.command.push_back("--kubernetes-virtual-gpus");
       s.mounts = {kPodResources, kHostRoot};
-      s.privileged = true;  // opens the GPUs' device nodes (NVIDIA's dcgm-exporter is privileged)
+      s.gpu_management = true;  // per-instance metrics, as dcgm-exporter (SYS_ADMIN)
       s.waits_for_driver = c.validator;
       s.ports = {{{"name", "metrics"}, {"containerPort", c.exporter_port}, {"protocol", "TCP"}}};
       s.readiness_probe = {{"httpGet", {{"path", "/healthz"}, {"port", "metrics"}}},
@@ -157,7 +161,9 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                  "--status-dir=/run/gpuop/validations", "--checks=driver,cuda,device-plugin"});
       s.mounts = {kHostRoot, kRunGpuop};
       s.rules = {{{""}, {"nodes"}, {"get"}}, kPatchNodeStatus};
-      s.privileged = true;  // runs CUDA on the GPUs (NVIDIA's validator is privileged too)
+      // Runs CUDA on every GPU and every MIG device, each of which needs its own instance's
+      // access capability (NVIDIA's validator is privileged too).
+      s.privileged = true;
       s.readiness_probe = {
           {"exec",
            {{"command",
@@ -192,7 +198,7 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
                   {"gpuop-state", "/var/lib/gpuop", "/var/lib/gpuop", false, "DirectoryOrCreate"}};
       // Follows its Node's gpuop.io/power.policy label (a pool's power settings).
       s.rules = {kReadNodes};
-      s.privileged = true;  // setting power limits needs root on the GPUs
+      s.gpu_management = true;  // setting power limits: NVML asks for an administrator
       s.waits_for_driver = c.validator;
       break;
     case Component::kMpsDaemon:
@@ -216,7 +222,16 @@ ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::
     case Component::kDriver:
       break;  // DriverSpecFor
   }
+  // Without gpuop's runtime handler and management spec there is no other way to the GPUs.
+  if (s.gpu_management && !ManagementRuntime(policy)) {
+    s.gpu_management = false;
+    s.privileged = true;
+  }
   return s;
+}
+
+bool ManagementRuntime(const PolicySpec& policy) {
+  return policy.Enabled(Component::kRuntime) && policy.Enabled(Component::kCdi);
 }
 
 std::vector<Rule> DriverRules() { return {{{""}, {"nodes"}, {"get", "patch"}}}; }

@@ -43,10 +43,20 @@ struct ComponentSpec {
   std::vector<EnvVar> env;
   std::vector<HostMount> mounts;
   std::vector<Rule> rules;  // empty: no API access, no token mounted
-  // Every gpuop component runs with the node's default runtime (no runtimeClassName): those
-  // that open GPU device nodes are privileged and find the driver's libraries under their
-  // host-root mount themselves (hw::ResolveDriverLibrary).
+  // Components find the driver's libraries under their host-root mount themselves
+  // (hw::ResolveDriverLibrary). Privileged: those that change the host or the GPUs beyond what
+  // gpu_management allows (driver, runtime, CDI, MIG manager, validator, MPS daemon), each
+  // saying why.
   bool privileged = false;
+  // Opens the node's GPUs (NVML, amdsmi) to read and manage them, as NVIDIA's device plugin,
+  // feature discovery and dcgm-exporter do. Where gpuop configures the runtime and writes the CDI
+  // specs (both components enabled) the container is not privileged: it runs under the
+  // RuntimeClass `gpuop`, gets every GPU's device nodes and the MIG monitor capability from
+  // gpuop's management CDI spec (agent/cdi/management.h) and, of all capabilities, CAP_SYS_ADMIN
+  // only (what NVML asks of a process for MIG instance data and for setting limits; NVIDIA's
+  // charts give those components the same with NVIDIA_MIG_MONITOR_DEVICES=all). Otherwise
+  // SpecFor makes it privileged.
+  bool gpu_management = false;
   bool host_pid = false;
   // A non-root user for a component that needs no root (securityContext runAsUser and
   // runAsNonRoot).
@@ -82,6 +92,11 @@ struct ComponentSpec {
 // <repository>/<driver.image>:<version>-<driver.osTag> with NVIDIA's command and arguments
 // (nvidia-driver init), the policy's driver.args, driver.env and driver.resources applied.
 ComponentSpec SpecFor(Component component, const PolicySpec& policy, const std::string& ns);
+// Whether `policy` gives gpuop's components their GPUs through the RuntimeClass `gpuop` (the
+// runtime component defines its handler and the CDI component writes the management spec).
+bool ManagementRuntime(const PolicySpec& policy);
+// The RuntimeClass (and the runtime handler) of gpu_management components.
+inline constexpr char kGpuopRuntimeClass[] = "gpuop";
 // `os` is the gpuop.io/driver.os value the DaemonSet selects ("" for none): with it the image is
 // <repository>/<image>:<version>-<os>, with precompiled drivers <branch>-<os> (the version's
 // major, as NVIDIA tags its precompiled images: 570-5.15.0-1043-azure-ubuntu22.04).

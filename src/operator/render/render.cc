@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "agent/cdi/kinds.h"
 #include "operator/nodes/node_labels.h"
 #include "operator/nodes/startup_taint.h"
 #include "operator/render/component_spec.h"
@@ -20,6 +21,8 @@ using render::ComponentSpec;
 constexpr char kNameLabel[] = "app.kubernetes.io/name";
 constexpr char kPartOfLabel[] = "app.kubernetes.io/part-of";
 constexpr char kNvidiaRuntimeClass[] = "nvidia";
+// Where CDI specs are written (the CDI component's output directory).
+constexpr char kCdiDir[] = "/var/run/cdi";
 // The init container of the components that wait for the driver (ComponentSpec).
 const std::vector<std::string> kWaitForDriver = {
     "gpuop-agent", "validate",        "--probe",
@@ -162,6 +165,15 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
   Json security;
   if (s.privileged) {
     security = {{"privileged", true}};
+  } else if (s.gpu_management) {
+    // Root with CAP_SYS_ADMIN alone. Kubernetes refuses allowPrivilegeEscalation: false beside
+    // an added CAP_SYS_ADMIN, so it is left out.
+    security = {
+        {"readOnlyRootFilesystem", true},
+        {"capabilities", {{"drop", Json::array({"ALL"})}, {"add", Json::array({"SYS_ADMIN"})}}}};
+    env.push_back({{"name", agent::cdi::kCdiDevicesVariable},
+                   {"value", absl::StrCat(agent::cdi::kManagementAllDevice, ",",
+                                          agent::cdi::kManagementMigMonitorDevice)}});
   } else {
     security = {{"allowPrivilegeEscalation", false},
                 {"readOnlyRootFilesystem", true},
@@ -205,6 +217,7 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
                    {"tolerations", Tolerations(policy)},
                    {"containers", Json::array({container})},
                    {"volumes", volumes}};
+  if (s.gpu_management) pod_spec["runtimeClassName"] = render::kGpuopRuntimeClass;
   if (s.waits_for_driver) {
     const bool has_run_gpuop =
         std::any_of(s.mounts.begin(), s.mounts.end(),
@@ -228,6 +241,22 @@ Json DaemonSet(const ComponentSpec& s, const std::string& name, const PolicySpec
           {"volumeMounts",
            Json::array(
                {{{"name", "run-gpuop"}, {"mountPath", "/run/gpuop"}, {"readOnly", true}}})}}});
+    if (s.gpu_management) {
+      // And for the management spec its devices come from, so that the container is created
+      // once they can be given to it.
+      Json& init = pod_spec["initContainers"][0];
+      init["command"].push_back(
+          absl::StrCat("--wait-file=", kCdiDir, "/", agent::cdi::kManagementSpecFileName));
+      init["volumeMounts"].push_back(
+          {{"name", "cdi-specs"}, {"mountPath", kCdiDir}, {"readOnly", true}});
+      const bool has_cdi = std::any_of(s.mounts.begin(), s.mounts.end(),
+                                       [](const render::HostMount& m) { return m.name == "cdi"; });
+      if (!has_cdi) {
+        pod_spec["volumes"].push_back(
+            {{"name", "cdi-specs"},
+             {"hostPath", {{"path", kCdiDir}, {"type", "DirectoryOrCreate"}}}});
+      }
+    }
   }
   if (s.safe_load) {
     if (!pod_spec.contains("initContainers")) pod_spec["initContainers"] = Json::array();
@@ -328,6 +357,14 @@ absl::StatusOr<std::vector<Json>> RenderOperands(const RenderInput& in) {
                        {"kind", "RuntimeClass"},
                        {"metadata", Meta(kNvidiaRuntimeClass, "", "runtime")},
                        {"handler", kNvidiaRuntimeClass}});
+  }
+  // gpuop's own, for the components that manage GPUs without privilege (ComponentSpec::
+  // gpu_management); the runtime component defines its handler on every node.
+  if (render::ManagementRuntime(policy)) {
+    cluster.push_back({{"apiVersion", "node.k8s.io/v1"},
+                       {"kind", "RuntimeClass"},
+                       {"metadata", Meta(render::kGpuopRuntimeClass, "", "runtime")},
+                       {"handler", render::kGpuopRuntimeClass}});
   }
   if (policy.Enabled(Component::kDiscovery)) {
     AddComponent(render::SpecFor(Component::kDiscovery, policy, in.ns), "gpuop-discovery", in,

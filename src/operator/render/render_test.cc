@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/deviceplugin/config.h"
+#include "operator/render/component_spec.h"
 #include "operator/render/render_test_util.h"
 
 namespace gpuop::op {
@@ -25,6 +26,10 @@ using render_test::Find;
 using render_test::Id;
 using render_test::Render;
 using render_test::Scenarios;
+
+// The components that read and manage the GPUs (ComponentSpec::gpu_management).
+const std::set<std::string> kGpuManagers = {"labels", "device-plugin", "health", "exporter",
+                                            "power-manager"};
 
 TEST(RenderTest, OutputMatchesTheGoldenFiles) {
   for (const auto& scenario : Scenarios()) {
@@ -53,11 +58,11 @@ TEST(RenderTest, EveryObjectIsLabelledForPruning) {
 }
 
 TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
-  // Those that open GPU device nodes or edit the host (NVIDIA's equivalents are privileged
-  // too; docs/deploy.md has the table). Discovery reads world-readable sysfs files only.
-  const std::set<std::string> may_be_privileged = {
-      "driver",   "runtime",   "cdi",         "labels",        "device-plugin", "health",
-      "exporter", "validator", "mig-manager", "power-manager", "mps-daemon"};
+  // Those that edit the host or the GPUs beyond reading them (NVIDIA's equivalents are
+  // privileged too; docs/deploy.md has the table), and, without gpuop's runtime handler, those
+  // that read and manage the GPUs. Discovery reads world-readable sysfs files only.
+  const std::set<std::string> privileged = {"driver",    "runtime",     "cdi",
+                                            "validator", "mig-manager", "mps-daemon"};
   for (const auto& scenario : Scenarios()) {
     const std::vector<Json> objects = Render(scenario.input);
     for (const auto& o : objects) {
@@ -86,9 +91,18 @@ TEST(RenderTest, RbacIsLeastPrivilegeAndConsistent) {
           Find(objects, "ClusterRole/" + pod["serviceAccountName"].get<std::string>()) != nullptr;
       EXPECT_EQ(pod["automountServiceAccountToken"], has_role) << Id(o);
       const Json& security = pod["containers"][0]["securityContext"];
-      if (!may_be_privileged.contains(component)) {
+      const bool managed = kGpuManagers.contains(component);
+      if (managed && !render::ManagementRuntime(scenario.input.policy)) {
+        EXPECT_EQ(security["privileged"], true) << scenario.name << " " << Id(o);
+      } else if (!privileged.contains(component)) {
         EXPECT_FALSE(security.value("privileged", false)) << Id(o);
-        EXPECT_EQ(security["capabilities"]["drop"][0], "ALL") << Id(o);
+        EXPECT_EQ(security["capabilities"]["drop"], Json({"ALL"})) << Id(o);
+        // Of all capabilities, the GPU managers get CAP_SYS_ADMIN alone, as NVIDIA's device
+        // plugin and dcgm-exporter for MIG; everything else none.
+        EXPECT_EQ(security["capabilities"].value("add", Json::array()),
+                  managed ? Json({"SYS_ADMIN"}) : Json::array())
+            << Id(o);
+        EXPECT_EQ(security["readOnlyRootFilesystem"], true) << Id(o);
         EXPECT_FALSE(pod.value("hostPID", false)) << Id(o);
       }
       if (component == "discovery") {
@@ -255,8 +269,16 @@ TEST(RenderTest, GpuClientsWaitForTheDriverValidationWhileAValidatorRuns) {
     if (!waits) continue;
     seen.insert(name);
     const Json& init = pod["initContainers"][0];
-    EXPECT_EQ(init["command"], Json({"gpuop-agent", "validate", "--probe", "--wait",
-                                     "--checks=driver", "--status-dir=/run/gpuop/validations"}));
+    Json command = {"gpuop-agent", "validate",        "--probe",
+                    "--wait",      "--checks=driver", "--status-dir=/run/gpuop/validations"};
+    // The GPU managers also wait for the management spec their devices come from.
+    if (kGpuManagers.contains(o["metadata"]["labels"][kComponentLabel])) {
+      command.push_back("--wait-file=/var/run/cdi/gpuop-management.json");
+      EXPECT_EQ(init["volumeMounts"][1],
+                Json({{"name", "cdi-specs"}, {"mountPath", "/var/run/cdi"}, {"readOnly", true}}))
+          << name;
+    }
+    EXPECT_EQ(init["command"], command) << name;
     EXPECT_EQ(init["volumeMounts"][0]["mountPath"], "/run/gpuop") << name;
     EXPECT_FALSE(init["securityContext"].contains("privileged")) << name;
     EXPECT_EQ(init["securityContext"]["capabilities"]["drop"], Json({"ALL"})) << name;
@@ -312,14 +334,27 @@ bool HasArg(const Json& container, const std::string& arg) {
   return false;
 }
 
-TEST(RenderTest, NoComponentDependsOnARuntimeClassOrTheNvidiaRuntime) {
+// The GPU managers get their devices through gpuop's RuntimeClass where gpuop configures the
+// runtime and writes the CDI specs; nothing else names a RuntimeClass, and nothing depends on
+// NVIDIA's runtime.
+TEST(RenderTest, OnlyTheGpuManagersUseGpuopsRuntimeClassAndNoneTheNvidiaRuntime) {
   for (const auto& scenario : Scenarios()) {
+    const bool management = render::ManagementRuntime(scenario.input.policy);
     for (const auto& o : Render(scenario.input)) {
       if (o["kind"] != "DaemonSet") continue;
       const Json& pod = o["spec"]["template"]["spec"];
       const Json& container = pod["containers"][0];
       const std::string component = o["metadata"]["labels"][kComponentLabel];
-      EXPECT_FALSE(pod.contains("runtimeClassName")) << scenario.name << " " << Id(o);
+      const bool managed = management && kGpuManagers.contains(component);
+      if (managed) {
+        EXPECT_EQ(pod["runtimeClassName"], "gpuop") << scenario.name << " " << Id(o);
+        EXPECT_EQ(EnvValue(container, "GPUOP_CDI_DEVICES"),
+                  "management.gpuop.io/gpu=all,management.gpuop.io/gpu=mig-monitor")
+            << Id(o);
+      } else {
+        EXPECT_FALSE(pod.contains("runtimeClassName")) << scenario.name << " " << Id(o);
+        EXPECT_EQ(EnvValue(container, "GPUOP_CDI_DEVICES"), std::nullopt) << Id(o);
+      }
       // Only the NVIDIA runtime reads these; on a node whose default runtime is nvidia they
       // would make the container fail while no driver is loaded.
       EXPECT_EQ(EnvValue(container, "NVIDIA_VISIBLE_DEVICES"), std::nullopt) << Id(o);
@@ -342,7 +377,7 @@ TEST(RenderTest, NoComponentDependsOnARuntimeClassOrTheNvidiaRuntime) {
       EXPECT_EQ(mount["readOnly"], true) << Id(o);
       EXPECT_EQ(mount["mountPropagation"], "HostToContainer") << Id(o);
       EXPECT_TRUE(HasArg(container, "--host-root=/host")) << Id(o);
-      EXPECT_EQ(container["securityContext"]["privileged"], true) << Id(o);
+      EXPECT_EQ(container["securityContext"].value("privileged", false), !managed) << Id(o);
     }
   }
 }
@@ -359,6 +394,38 @@ TEST(RenderTest, TheRuntimeClassOnlyWithTheRuntimeComponent) {
   for (const auto& o : Render({.policy = no_runtime})) {
     EXPECT_NE(o["kind"], "RuntimeClass") << Id(o);
   }
+}
+
+// gpuop's own RuntimeClass, and the runtime component defining its handler, exactly when both
+// the runtime and the CDI component run; without either the GPU managers are privileged.
+TEST(RenderTest, GpuopsRuntimeClassNeedsTheRuntimeAndCdiComponents) {
+  auto runtime_command = [](const std::vector<Json>& objects) {
+    const Json* ds = Find(objects, "DaemonSet/gpuop-runtime");
+    return ds == nullptr ? Json()
+                         : ds->at("spec").at("template").at("spec")["containers"][0]["command"];
+  };
+  const std::vector<Json> defaults = Render({.policy = DefaultPolicy()});
+  const Json* runtime_class = Find(defaults, "RuntimeClass/gpuop");
+  ASSERT_NE(runtime_class, nullptr);
+  EXPECT_EQ(runtime_class->at("handler"), "gpuop");
+  EXPECT_TRUE(HasArg(Find(defaults, "DaemonSet/gpuop-runtime")
+                         ->at("spec")
+                         .at("template")
+                         .at("spec")["containers"][0],
+                     "--gpuop-runtime"));
+  PolicySpec no_cdi = DefaultPolicy();
+  no_cdi.components.cdi = false;
+  const std::vector<Json> objects = Render({.policy = no_cdi});
+  EXPECT_EQ(Find(objects, "RuntimeClass/gpuop"), nullptr);
+  const Json command = runtime_command(objects);
+  ASSERT_TRUE(command.is_array());
+  EXPECT_EQ(std::find(command.begin(), command.end(), "--gpuop-runtime"), command.end());
+  const Json* plugin = Find(objects, "DaemonSet/gpuop-device-plugin");
+  ASSERT_NE(plugin, nullptr);
+  EXPECT_EQ(plugin->at("spec")
+                .at("template")
+                .at("spec")["containers"][0]["securityContext"]["privileged"],
+            true);
 }
 
 TEST(RenderTest, WithoutTheCdiComponentTheDevicePluginLeavesCdi) {
