@@ -5,9 +5,10 @@
 //   nvidia-driver uninit [flags]   tear down unless in use; stops a running init
 //   nvidia-driver embed-scenario --library L --scenario S --out O [--node N] [--device-nodes D]
 //
-// Flags: --root, --dev-root, --driver-root, --run-dir, --lib-dir, --proc, --publish
+// Flags: --root, --dev-root, --driver-root, --run-dir, --lib-dir, --proc, --proc-driver, --publish
 // (nvidia_driver.h). The real container's init flags -a/--accept-license and -m/--max-threads are
-// accepted and ignored. Environment: GPUOP_SIMULATED_DRIVER_SCENARIO, NODE_NAME.
+// accepted and ignored. Environment: GPUOP_SIMULATED_DRIVER_SCENARIO, GPUOP_SIMULATED_PROC_DRIVER,
+// NODE_NAME.
 
 #include <cstdio>
 #include <cstdlib>
@@ -90,7 +91,7 @@ int DriverCommand(const std::string& command, const std::vector<std::string>& ar
   std::string why;
   if (!ParseFlags(args,
                   {"--root", "--dev-root", "--driver-root", "--run-dir", "--lib-dir", "--proc",
-                   "--publish"},
+                   "--proc-driver", "--publish"},
                   {"-a", "--accept-license"}, {"-m", "--max-threads"}, &flags, &why)) {
     return Usage(why);
   }
@@ -121,6 +122,14 @@ int DriverCommand(const std::string& command, const std::vector<std::string>& ar
     }
   }
   options.scenario = Env("GPUOP_SIMULATED_DRIVER_SCENARIO");
+  options.proc_driver = Env("GPUOP_SIMULATED_PROC_DRIVER");
+  if (const auto it = flags.find("--proc-driver"); it != flags.end()) {
+    options.proc_driver = it->second;
+  }
+  if (!options.proc_driver.empty() && options.proc_driver[0] != '/') {
+    return Usage(absl::StrCat("--proc-driver: expected an absolute path, got \"",
+                              options.proc_driver, "\""));
+  }
   options.node_name = Env("NODE_NAME");
   return command == "init" ? gpuop::fakedriver::RunInit(options)
                            : gpuop::fakedriver::RunUninit(options);

@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "test/fakes/driver/holders.h"
 #include "test/fakes/driver/nodes.h"
+#include "test/fakes/driver/proc_entries.h"
 #include "test/fakes/nvml/embedded_scenario.h"
 #include "test/fakes/nvml/node_control.h"
 #include "test/fakes/nvml/scenario.h"
@@ -80,6 +81,9 @@ absl::StatusOr<bool> Unload(const Options& options) {
   Say("Unloading NVIDIA driver kernel modules... (SIMULATED: removing the device nodes)");
   const std::vector<NodeSpec> nodes = WithExistingGpuNodes(options.dev_root, DriverNodes({}));
   if (absl::Status status = RemoveNodes(options.dev_root, nodes); !status.ok()) return status;
+  if (!options.proc_driver.empty()) {
+    if (absl::Status status = RemoveProcEntries(options.proc_driver); !status.ok()) return status;
+  }
   if (DriverRootState(options.driver_root) != Published::kNone) {
     Say("Unmounting NVIDIA driver rootfs...");
     if (absl::Status status = UnpublishDriverRoot(options.driver_root); !status.ok()) {
@@ -251,6 +255,13 @@ int RunInit(const Options& options) {
   if (absl::Status status = MakeDirectories(options.dev_root); !status.ok()) return Fail(status);
   if (absl::Status status = CreateNodes(options.dev_root, nodes); !status.ok()) {
     return Fail(status);
+  }
+  if (!options.proc_driver.empty()) {
+    Say(absl::StrCat("Publishing the MIG capability files in ", options.proc_driver,
+                     " (SIMULATED: the node mounts it over /proc/driver)"));
+    if (absl::Status status = WriteProcEntries(options.proc_driver, minors); !status.ok()) {
+      return Fail(status);
+    }
   }
 
   Say(absl::StrCat("Installing the NVIDIA user-space driver in ", options.root,

@@ -25,6 +25,9 @@ struct Options {
   std::string run_dir = "/run/nvidia";             // --run-dir: nvidia-driver.pid, validations/
   std::string lib_dir = "/usr/share/gpuop-simulated/lib";  // --lib-dir: the fakes and presets
   std::string proc = "/proc";                              // --proc: where to look for holders
+  // --proc-driver or GPUOP_SIMULATED_PROC_DRIVER: where to write the kernel module's MIG
+  // capability files (proc_entries.h); empty: none.
+  std::string proc_driver;
   Publish publish = Publish::kAuto;                        // --publish auto|rbind|tree
   std::string scenario;   // GPUOP_SIMULATED_DRIVER_SCENARIO; empty: the default
   std::string node_name;  // NODE_NAME

@@ -1,0 +1,95 @@
+#include "test/fakes/driver/proc_entries.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpuop::fakedriver {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr unsigned int kGpuInstances = 15;
+constexpr unsigned int kComputeInstances = 8;
+constexpr unsigned int kPerGpu = kGpuInstances * (1 + kComputeInstances);
+
+constexpr const char* kMinorsFile = "nvidia-caps/mig-minors";
+constexpr const char* kConfigFile = "nvidia/capabilities/mig/config";
+constexpr const char* kMonitorFile = "nvidia/capabilities/mig/monitor";
+
+std::string Capability(unsigned int minor, unsigned int mode) {
+  return absl::StrCat("DeviceFileMinor: ", minor, "\nDeviceFileMode: ", mode,
+                      "\nDeviceFileModify: 1\n");
+}
+
+absl::Status WriteAtomically(const fs::path& path, const std::string& content) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("mkdir ", path.parent_path().string(), ": ",
+                                                     ec.message()));
+  const fs::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << content;
+    if (!out.flush()) {
+      return absl::UnavailableError(absl::StrCat("write ", temp.string(), ": ", strerror(errno)));
+    }
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("rename ", path.string(), ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+unsigned int MigCapabilityMinor(unsigned int gpu_minor, unsigned int gi, int ci) {
+  const unsigned int access = 3 + gpu_minor * kPerGpu + gi * (1 + kComputeInstances);
+  return ci < 0 ? access : access + 1 + static_cast<unsigned int>(ci);
+}
+
+std::string MigMinors(const std::vector<unsigned int>& gpu_minors) {
+  std::string out = "config 1\nmonitor 2\n";
+  for (const unsigned int gpu : gpu_minors) {
+    for (unsigned int gi = 0; gi < kGpuInstances; ++gi) {
+      absl::StrAppend(&out, "gpu", gpu, "/gi", gi, "/access ", MigCapabilityMinor(gpu, gi), "\n");
+      for (unsigned int ci = 0; ci < kComputeInstances; ++ci) {
+        absl::StrAppend(&out, "gpu", gpu, "/gi", gi, "/ci", ci, "/access ",
+                        MigCapabilityMinor(gpu, gi, static_cast<int>(ci)), "\n");
+      }
+    }
+  }
+  return out;
+}
+
+absl::Status WriteProcEntries(const std::string& dir, const std::vector<unsigned int>& gpu_minors) {
+  const fs::path root(dir);
+  if (absl::Status s = WriteAtomically(root / kMinorsFile, MigMinors(gpu_minors)); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = WriteAtomically(root / kConfigFile, Capability(1, 0400)); !s.ok()) return s;
+  return WriteAtomically(root / kMonitorFile, Capability(2, 0444));
+}
+
+absl::Status RemoveProcEntries(const std::string& dir) {
+  const fs::path root(dir);
+  for (const char* file : {kMinorsFile, kConfigFile, kMonitorFile}) {
+    const fs::path path = root / file;
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return absl::UnavailableError(absl::StrCat("remove ", path.string(), ": ", strerror(errno)));
+    }
+  }
+  // The directories, deepest first, when nothing else is in them.
+  for (const char* sub : {"nvidia/capabilities/mig", "nvidia/capabilities", "nvidia",
+                          "nvidia-caps"}) {
+    rmdir((root / sub).c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpuop::fakedriver
