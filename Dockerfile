@@ -19,8 +19,10 @@ WORKDIR /src
 COPY . .
 RUN cmake --preset release -DGPUOP_BUILD_TESTS=OFF \
  && cmake --build build/release --target gpuop-operator gpuop-agent kubectl-gpu gpuop-cdi-hook \
+      gpuop-container-runtime \
  && install -D -m 0755 -t /out build/release/cmd/gpuop-operator build/release/cmd/gpuop-agent \
       build/release/cmd/kubectl-gpu build/release/cmd/gpuop-cdi-hook \
+      build/release/cmd/gpuop-container-runtime \
  && strip /out/*
 
 # --- runtime: the Debian packages whose files the three binaries load -------------------------

@@ -388,6 +388,8 @@ std::vector<std::string> ControlPlane::Argv(Component component) const {
         argv.push_back("--bind");
         argv.push_back(absl::StrCat(dir.string(), "=", node_path));
       }
+      argv.push_back("--proc-driver");
+      argv.push_back(node_layout_.proc_driver.string());
       return argv;
     }
     case Component::kContainerd:

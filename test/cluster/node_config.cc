@@ -43,7 +43,8 @@ NodeLayout::NodeLayout(const fs::path& work_dir)
       resolv_conf(root / "resolv.conf"),
       sandbox_ready(root / "sandbox.pid"),
       fake_sysfs(root / "sysfs"),
-      sysfs_stage(root / "sysfs-stage") {}
+      sysfs_stage(root / "sysfs-stage"),
+      proc_driver(run / "nvidia" / "simulated-proc-driver") {}
 
 std::vector<std::pair<fs::path, std::string>> NodeLayout::Binds() const {
   return {{etc_containerd, "/etc/containerd"},

@@ -52,6 +52,11 @@ struct NodeLayout {
   // assembles the node's /sys/bus and /sys/devices on.
   std::filesystem::path fake_sysfs;
   std::filesystem::path sysfs_stage;
+  // Mounted over the node's /proc/driver: the SIMULATED driver writes the kernel module's MIG
+  // capability files there (test/fakes/driver/proc_entries.h). Under /run, so that the driver
+  // container reaches it through its /run/nvidia volume (as /run/nvidia/simulated-proc-driver).
+  std::filesystem::path proc_driver;
+  static constexpr char kNodeProcDriver[] = "/run/nvidia/simulated-proc-driver";
 
   // The containerd socket as the machine reaches it, and as the node sees it.
   std::filesystem::path ContainerdSocket() const;

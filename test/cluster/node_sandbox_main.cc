@@ -1,7 +1,7 @@
 // gpuop-node-sandbox: the namespaces a real test node lives in.
 //
 //   gpuop-node-sandbox init --ready-file F [--bind HOST_DIR=NODE_PATH]... [--private-dev]
-//                           [--pci-bus FAKE_SYSFS=STAGE_DIR]
+//                           [--pci-bus FAKE_SYSFS=STAGE_DIR] [--proc-driver DIR]
 //   gpuop-node-sandbox exec --init-pid PID [--restart-always] -- PROGRAM [ARG]...
 //
 // `init` makes a private mount namespace (everything private, then shared again so that
@@ -20,6 +20,9 @@
 // own in /sys/devices, so the fake's relative links (bus/pci/devices/X ->
 // ../../../devices/pci0000:18/X) resolve as they do on a real node. Everything else in /sys
 // (cgroups, CPUs, NUMA nodes, other buses) stays the machine's. Built on a tmpfs at STAGE_DIR.
+//
+// --proc-driver mounts DIR over the node's /proc/driver, where the SIMULATED driver publishes the
+// kernel module's MIG capability files (test/fakes/driver/proc_entries.h).
 //
 // `exec` runs PROGRAM inside those namespaces (containerd and the kubelet), forwarding SIGTERM,
 // SIGINT and SIGHUP to it and exiting as it exits. The program is killed if this process dies.
@@ -58,7 +61,7 @@ namespace {
 void Usage() {
   std::fprintf(stderr,
                "usage: gpuop-node-sandbox init --ready-file F [--bind HOST_DIR=NODE_PATH]... "
-               "[--private-dev] [--pci-bus FAKE_SYSFS=STAGE_DIR]\n"
+               "[--private-dev] [--pci-bus FAKE_SYSFS=STAGE_DIR] [--proc-driver DIR]\n"
                "       gpuop-node-sandbox exec --init-pid PID [--restart-always] -- PROGRAM "
                "[ARG]...\n");
 }
@@ -247,7 +250,7 @@ int Init(int argc, char** argv) {
   std::string ready_file;
   std::vector<std::pair<std::string, std::string>> binds;
   bool private_dev = false;
-  std::string fake_sysfs, sysfs_stage;
+  std::string fake_sysfs, sysfs_stage, proc_driver;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--ready-file" && i + 1 < argc) {
@@ -256,6 +259,8 @@ int Init(int argc, char** argv) {
       std::pair<std::string, std::string> bind;
       if (!ParsePathPair(arg, argv[++i], "HOST_DIR=NODE_PATH", bind)) return 2;
       binds.push_back(std::move(bind));
+    } else if (arg == "--proc-driver" && i + 1 < argc) {
+      proc_driver = argv[++i];
     } else if (arg == "--private-dev") {
       private_dev = true;
     } else if (arg == "--pci-bus" && i + 1 < argc) {
@@ -273,6 +278,7 @@ int Init(int argc, char** argv) {
     return 2;
   }
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Die("prctl");
+  if (!proc_driver.empty()) MakeDirs(proc_driver);
   if (unshare(CLONE_NEWNS) != 0) Die("unshare(CLONE_NEWNS)");
   Mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
   for (const auto& [host, node] : binds) {
@@ -295,6 +301,8 @@ int Init(int argc, char** argv) {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) Die("prctl");
     // A /proc of the new PID namespace, so the node's processes see the node's processes.
     Mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+    // The SIMULATED kernel module's files (test/fakes/driver/proc_entries.h) as /proc/driver.
+    if (!proc_driver.empty()) Mount(proc_driver.c_str(), "/proc/driver", nullptr, MS_BIND);
     (void)!write(ready[1], "1", 1);
     close(ready[1]);
     return ReaperLoop();

@@ -154,7 +154,7 @@ echo "$name"
 unpack "${archive_of[$name]}" "$tmp/gpuop" "$name" "$version" dev
 r=$tmp/gpuop/rootfs
 for f in usr/local/bin/gpuop-operator usr/local/bin/gpuop-agent usr/local/bin/kubectl-gpu \
-  usr/local/bin/gpuop-cdi-hook usr/sbin/chroot usr/lib/$multiarch/libc.so.6 etc/ssl/certs/ca-certificates.crt; do
+  usr/local/bin/gpuop-cdi-hook usr/local/bin/gpuop-container-runtime usr/sbin/chroot usr/lib/$multiarch/libc.so.6 etc/ssl/certs/ca-certificates.crt; do
   expect_file "$r" "$f" gpuop
 done
 [[ -s $r/etc/ssl/certs/ca-certificates.crt ]] || fail "gpuop: empty CA bundle"
@@ -175,10 +175,15 @@ mv "$tmp/victim" "$victim"
 for bin in gpuop-operator gpuop-agent kubectl-gpu; do
   out=$(run_in "$r" /usr/local/bin/$bin --help 2>&1) || fail "gpuop: $bin --help failed in the image:\n$out"
 done
-# The hook runs on the host, whatever its distribution: static, and it starts with nothing else.
-[[ $(readelf -l "$r/usr/local/bin/gpuop-cdi-hook" | grep -c INTERP || true) == 0 ]] ||
-  fail "gpuop: gpuop-cdi-hook is not static"
+# The hook and the runc wrapper run on the host, whatever its distribution: static, and they
+# start with nothing else.
+for bin in gpuop-cdi-hook gpuop-container-runtime; do
+  [[ $(readelf -l "$r/usr/local/bin/$bin" | grep -c INTERP || true) == 0 ]] ||
+    fail "gpuop: $bin is not static"
+done
 "$r/usr/local/bin/gpuop-cdi-hook" --help >/dev/null 2>&1 || fail "gpuop: gpuop-cdi-hook --help failed"
+"$r/usr/local/bin/gpuop-container-runtime" --version >/dev/null 2>&1 ||
+  fail "gpuop: gpuop-container-runtime --version failed"
 echo "  binaries start in the image"
 
 # --- pause ---

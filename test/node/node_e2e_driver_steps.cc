@@ -67,6 +67,7 @@ void DriverUpgradeStep() {
        {{"driver",
          {{"env",
            {{{"name", "GPUOP_SIMULATED_DRIVER_SCENARIO"}, {"value", "h100-8x-nvswitch"}},
+            {{"name", "GPUOP_SIMULATED_PROC_DRIVER"}, {"value", NodeLayout::kNodeProcDriver}},
             {{"name", "GPUOP_TEST_DRIVER_GENERATION"}, {"value", "2"}}}}}},
         {"upgrade", {{"podDeletion", {{"force", true}}}}}}}};
   absl::StatusOr<ApiResponse> patched =

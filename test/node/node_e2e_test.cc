@@ -146,6 +146,8 @@ TEST_F(NodeE2ETest, HelmInstallsTheOperator) {
         << "    driver:\n      repository: localhost/simulated\n      version: \"570.86.15\"\n"
         << "      env:\n        - {name: GPUOP_SIMULATED_DRIVER_SCENARIO, value: "
            "h100-8x-nvswitch}\n"
+        << "        - {name: GPUOP_SIMULATED_PROC_DRIVER, value: " << NodeLayout::kNodeProcDriver
+        << "}\n"
         << "    components:\n      exporter:\n        port: " << (*ports)[1] << "\n";
   }
   absl::StatusOr<ToolResult> helm =
