@@ -1,12 +1,14 @@
-// gpuop-agent runtime configure|unconfigure|status|detect: the container runtime's CDI and
-// NVIDIA runtime settings.
+// gpuop-agent runtime configure|unconfigure|status|detect: the container runtime's CDI settings
+// and runtime handlers (gpuop's own, NVIDIA's).
 #include <cstdio>
 
 #include "agent/runtime/configurator.h"
 #include "agent/runtime/containerd_version.h"
 #include "agent/runtime/detect.h"
+#include "agent/runtime/gpuop_runtime.h"
 #include "agent/runtime/restart.h"
 #include "cmd/gpuop-agent/commands.h"
+#include "common/files.h"
 #include "common/signals.h"
 
 namespace gpuop::cmd {
@@ -64,7 +66,8 @@ agent::runtime::Options ForRuntime(const RuntimeFlags& flags, agent::runtime::Ru
 void AddRuntimeCommand(CLI::App& app) {
   auto flags = std::make_shared<RuntimeFlags>();
   CLI::App* runtime = app.add_subcommand(
-      "runtime", "Configure containerd, CRI-O or Docker for CDI and the NVIDIA runtime");
+      "runtime",
+      "Configure containerd, CRI-O or Docker for CDI and the gpuop and NVIDIA runtime handlers");
   runtime->require_subcommand(1);
   auto common_flags = [flags](CLI::App* sub) {
     sub->add_option("--host-root", flags->host_root, "Where the host's root is mounted")
@@ -77,6 +80,10 @@ void AddRuntimeCommand(CLI::App& app) {
                     "The NVIDIA container runtime binary as the host sees it (default: the first "
                     "of /usr/bin, /usr/local/nvidia/toolkit, /usr/local/bin "
                     "nvidia-container-runtime found under --host-root)");
+    sub->add_flag("--gpuop-runtime", flags->options.add_gpuop_runtime,
+                  "Also define gpuop's runtime handler `gpuop`: configure installs "
+                  "gpuop-container-runtime from beside this program to "
+                  "/var/lib/gpuop/bin under --host-root first, unconfigure removes it last");
     sub->add_flag("--set-as-default", flags->options.set_as_default,
                   "Make the nvidia handler the default, where there is one");
     sub->add_option("--containerd-major", flags->options.containerd_major,
@@ -121,6 +128,16 @@ void AddRuntimeCommand(CLI::App& app) {
     auto r = restarter();
     agent::runtime::Configurator configurator(flags->host_root, *r);
     const agent::runtime::Runtime chosen = Choose(*flags);
+    if (flags->options.add_gpuop_runtime) {
+      const std::filesystem::path source = common::BesideSelf(agent::runtime::kGpuopRuntimeProgram);
+      absl::StatusOr<bool> installed = agent::runtime::InstallGpuopRuntime(
+          agent::runtime::HostFiles(flags->host_root), source, flags->options);
+      if (!installed.ok()) Fail("configure", installed.status());
+      if (*installed) {
+        std::printf("runtime: installed %s as %s\n", source.c_str(),
+                    flags->options.gpuop_runtime_binary.c_str());
+      }
+    }
     auto report = configurator.Configure(chosen, ForRuntime(*flags, chosen));
     if (!report.ok()) Fail("configure", report.status());
     std::printf("%s\n", report->Summary().c_str());
@@ -134,6 +151,15 @@ void AddRuntimeCommand(CLI::App& app) {
     auto report = configurator.Unconfigure(chosen, ForRuntime(*flags, chosen), flags->force);
     if (!report.ok()) Fail("unconfigure", report.status());
     std::printf("%s\n", report->Summary().c_str());
+    // Only once no configuration names it any more.
+    if (flags->options.add_gpuop_runtime) {
+      absl::StatusOr<bool> removed = agent::runtime::RemoveGpuopRuntime(
+          agent::runtime::HostFiles(flags->host_root), flags->options);
+      if (!removed.ok()) Fail("unconfigure", removed.status());
+      if (*removed) {
+        std::printf("runtime: removed %s\n", flags->options.gpuop_runtime_binary.c_str());
+      }
+    }
   });
   status->callback([flags, restarter] {
     auto r = restarter();

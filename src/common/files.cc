@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -94,6 +95,40 @@ absl::Status WriteFileAtomically(const fs::path& path, absl::string_view content
     close(dir_fd);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> InstallExecutable(const fs::path& source, const fs::path& destination,
+                                       absl::string_view what) {
+  absl::StatusOr<std::string> binary = ReadFile(source);
+  if (!binary.ok()) {
+    return absl::Status(binary.status().code(),
+                        absl::StrCat("install ", what, ": ", binary.status().message()));
+  }
+  if (binary->empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("install ", what, ": ", source.string(), " is empty"));
+  }
+  constexpr fs::perms kMode = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec;
+  absl::StatusOr<std::optional<std::string>> current = ReadFileIfExists(destination);
+  std::error_code ec;
+  const fs::file_status status = fs::status(destination, ec);
+  if (current.ok() && current->has_value() && **current == *binary && !ec &&
+      fs::is_regular_file(status) && (status.permissions() & fs::perms::mask) == kMode) {
+    return false;
+  }
+  if (absl::Status written = WriteFileAtomically(destination, *binary, kMode); !written.ok()) {
+    return absl::Status(written.code(), absl::StrCat("install ", what, " at ", destination.string(),
+                                                     ": ", written.message()));
+  }
+  return true;
+}
+
+fs::path BesideSelf(absl::string_view name) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return fs::path("/usr/local/bin") / std::string(name);
+  return self.parent_path() / std::string(name);
 }
 
 }  // namespace gpuop::common

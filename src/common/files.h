@@ -29,6 +29,21 @@ namespace gpuop::common {
                                   std::filesystem::perms::group_read |
                                   std::filesystem::perms::others_read);
 
+// Installs the program `source` (as this process opens it, e.g. in gpuop's image) at
+// `destination` with mode 0755, unless it already holds the same bytes with that mode. The copy is
+// WriteFileAtomically's, so something running the program meanwhile runs the old one or the new
+// one, never a partial file; missing directories are created. Returns true when it wrote. Errors
+// start with "install <what>" and name the file: NotFound for a missing source,
+// FailedPrecondition for an empty one.
+[[nodiscard]] absl::StatusOr<bool> InstallExecutable(const std::filesystem::path& source,
+                                                     const std::filesystem::path& destination,
+                                                     absl::string_view what);
+
+// `name` in the directory of the running executable ("/usr/local/bin/<name>" for
+// /usr/local/bin/gpuop-agent): where gpuop's image puts the programs it ships together. Falls back
+// to /usr/local/bin when /proc/self/exe cannot be read.
+std::filesystem::path BesideSelf(absl::string_view name);
+
 }  // namespace gpuop::common
 
 #endif  // GPUOP_COMMON_FILES_H_

@@ -88,5 +88,29 @@ TEST_F(FilesTest, ReadMissingFile) {
   EXPECT_FALSE(maybe->has_value());
 }
 
+TEST_F(FilesTest, InstallExecutableCopiesOnceWithMode0755) {
+  const fs::path source = dir_ / "image" / "tool";
+  const fs::path installed = dir_ / "host" / "bin" / "tool";
+  ASSERT_TRUE(WriteFileAtomically(source, "program v1").ok());
+  absl::StatusOr<bool> first = InstallExecutable(source, installed, "the tool");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(*first);
+  EXPECT_EQ(*ReadFile(installed), "program v1");
+  EXPECT_EQ(fs::status(installed).permissions() & fs::perms::mask, fs::perms(0755));
+  EXPECT_FALSE(InstallExecutable(source, installed, "the tool").value_or(true));
+}
+
+TEST_F(FilesTest, InstallExecutableErrorsNameWhatAndTheFile) {
+  const absl::StatusOr<bool> missing = InstallExecutable(dir_ / "none", dir_ / "out", "the tool");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("install the tool: "), absl::string_view::npos)
+      << missing.status();
+  EXPECT_NE(missing.status().message().find((dir_ / "none").string()), absl::string_view::npos);
+  ASSERT_TRUE(WriteFileAtomically(dir_ / "empty", "").ok());
+  const absl::StatusOr<bool> empty = InstallExecutable(dir_ / "empty", dir_ / "out", "the tool");
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
 }  // namespace
 }  // namespace gpuop::common

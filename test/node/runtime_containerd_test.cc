@@ -45,6 +45,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kToolkitBinary[] = "/usr/bin/nvidia-container-runtime";
+constexpr char kGpuopBinary[] = "/var/lib/gpuop/bin/gpuop-container-runtime";
 
 // containerd's docs/cri/config.md, "Config versions" and the runc runtime for 2.x.
 constexpr char kV3[] = R"(version = 3
@@ -114,12 +115,14 @@ class RuntimeContainerdRealTest : public ::testing::Test {
     ResetRoot();
   }
 
-  // An empty host root with the toolkit's runtime binary.
+  // An empty host root with the toolkit's runtime binary and gpuop's.
   void ResetRoot() {
     fs::remove_all(root_);
     fs::create_directories(root_ / "etc/containerd");
-    Put(kToolkitBinary, "#!/bin/sh\n");
-    fs::permissions(root_ / fs::path(kToolkitBinary).relative_path(), fs::perms::owner_all);
+    for (const char* binary : {kToolkitBinary, kGpuopBinary}) {
+      Put(binary, "#!/bin/sh\n");
+      fs::permissions(root_ / fs::path(binary).relative_path(), fs::perms::owner_all);
+    }
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -140,6 +143,7 @@ class RuntimeContainerdRealTest : public ::testing::Test {
     Options options;
     options.add_nvidia_runtime = true;
     options.runtime_binary = kToolkitBinary;
+    options.add_gpuop_runtime = true;
     options.containerd_major = 2;
     Configurator configurator(root_, restarter_);
     const absl::StatusOr<ChangeReport> report =
@@ -182,7 +186,7 @@ class RuntimeContainerdRealTest : public ::testing::Test {
   }
 
   // The CRI runtime plugin of the loaded configuration, with runc (SystemdCgroup as the files set
-  // it: `systemd_cgroup`) and the nvidia handler checked.
+  // it: `systemd_cgroup`), the nvidia handler and gpuop's checked.
   toml::table LoadedCri(bool systemd_cgroup = true) {
     const absl::StatusOr<toml::table> dump = Dump();
     EXPECT_TRUE(dump.ok()) << dump.status();
@@ -194,6 +198,9 @@ class RuntimeContainerdRealTest : public ::testing::Test {
     EXPECT_EQ(runtimes["runc"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
     EXPECT_EQ(runtimes["runc"]["options"]["SystemdCgroup"].value_or(false), systemd_cgroup);
     EXPECT_EQ(runtimes["nvidia"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
+    EXPECT_EQ(runtimes["gpuop"]["runtime_type"].value<std::string>(), "io.containerd.runc.v2");
+    EXPECT_EQ(runtimes["gpuop"]["options"]["BinaryName"].value<std::string>(), kGpuopBinary);
+    EXPECT_EQ((*cri)["containerd"]["default_runtime_name"].value<std::string>(), "runc");
     EXPECT_EQ((*cri)["enable_cdi"].value<bool>(), true);
     return *cri;
   }
@@ -291,12 +298,13 @@ TEST_F(RuntimeContainerdRealTest, WithoutAMainFileContainerdKeepsItsDefaultsAndG
   ASSERT_TRUE(fs::exists(root_ / "etc/containerd/config.toml"));
   const toml::table cri = LoadedCri(/*systemd_cgroup=*/false);
   EXPECT_EQ(Dirs(cri), (toml::array{"/etc/cdi", "/var/run/cdi"}));
-  // Nothing but the handler and CDI differs from containerd's own defaults.
+  // Nothing but the handlers and CDI differs from containerd's own defaults.
   const absl::StatusOr<toml::table> defaults = DumpDefaults();
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   toml::table expected = *(*defaults)["plugins"]["io.containerd.cri.v1.runtime"].as_table();
   toml::table loaded = cri;
   loaded["containerd"].as_table()->at("runtimes").as_table()->erase("nvidia");
+  loaded["containerd"].as_table()->at("runtimes").as_table()->erase("gpuop");
   expected.insert_or_assign("enable_cdi", true);
   EXPECT_EQ(loaded, expected);
 }
@@ -343,7 +351,7 @@ TEST_F(RuntimeContainerdRealTest, LaterEditsOfTheMainFileShowThrough) {
 
 TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandlerServed) {
   // Every starting point gpuop accepts, started for real: the CRI plugin comes up ready with
-  // runc and the nvidia handler among its runtime handlers.
+  // runc, the nvidia handler and gpuop's among its runtime handlers.
   for (const char* main : {kV3, kV2, kV1, static_cast<const char*>(nullptr)}) {
     SCOPED_TRACE(main != nullptr ? main : "no main file");
     ResetRoot();
@@ -368,8 +376,28 @@ TEST_F(RuntimeContainerdRealTest, ContainerdStartsOnWhatGpuopWroteWithTheHandler
     }
     EXPECT_NE(std::find(handlers.begin(), handlers.end(), "nvidia"), handlers.end())
         << info->dump(2);
+    EXPECT_NE(std::find(handlers.begin(), handlers.end(), "gpuop"), handlers.end())
+        << info->dump(2);
     EXPECT_NE(std::find(handlers.begin(), handlers.end(), "runc"), handlers.end());
     EXPECT_EQ(info->value("/config/enableCDI"_json_pointer, false), true);
+  }
+}
+
+TEST_F(RuntimeContainerdRealTest, GpuopsHandlerRunsRuncWithRuncsSettings) {
+  // runc's state Root and cgroup driver hold for gpuop's handler as containerd loads it, version
+  // 2 and 3 alike.
+  for (const char* main : {kV3, kV2}) {
+    SCOPED_TRACE(main);
+    ResetRoot();
+    Put(kContainerdConfigPath,
+        absl::StrReplaceAll(main, {{"SystemdCgroup = true",
+                                    "SystemdCgroup = true\n    Root = \"/run/gpuop-test-runc\""}}));
+    Configure();
+    const toml::table cri = LoadedCri(/*systemd_cgroup=*/true);
+    const auto options = cri["containerd"]["runtimes"]["gpuop"]["options"];
+    EXPECT_EQ(options["Root"].value<std::string>(), "/run/gpuop-test-runc");
+    EXPECT_EQ(options["SystemdCgroup"].value<bool>(), true);
+    EXPECT_EQ(options["BinaryName"].value<std::string>(), kGpuopBinary);
   }
 }
 

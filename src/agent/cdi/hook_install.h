@@ -14,10 +14,10 @@ inline constexpr char kHookName[] = "gpuop-cdi-hook";
 inline constexpr char kHookHostPath[] = "/var/lib/gpuop/bin/gpuop-cdi-hook";
 
 // Copies the hook binary `source` (in gpuop's image) to `destination` (as this process opens
-// it) unless it already holds the same bytes with mode 0755. The copy is atomic
-// (common::WriteFileAtomically: temp file, fsync, rename), so a runtime starting a container
-// meanwhile runs the old binary or the new one, never a partial file; the directory is created.
-// Returns true when it wrote. Errors name the file: NotFound for a missing source.
+// it) unless it already holds the same bytes with mode 0755 (common::InstallExecutable). The copy
+// is atomic (common::WriteFileAtomically: temp file, fsync, rename), so a runtime starting a
+// container meanwhile runs the old binary or the new one, never a partial file; the directory is
+// created. Returns true when it wrote. Errors name the file: NotFound for a missing source.
 [[nodiscard]] absl::StatusOr<bool> InstallHook(const std::filesystem::path& source,
                                                const std::filesystem::path& destination);
 

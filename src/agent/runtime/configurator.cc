@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
+#include <optional>
 #include <system_error>
 
 #include <fcntl.h>
@@ -91,9 +93,17 @@ struct Change {
   std::string desired;
 };
 
-}  // namespace
+// Whether `host_path` is an executable regular file on the host behind `files`, links followed
+// inside its root.
+bool IsExecutableOnHost(const HostFiles& files, const std::string& host_path) {
+  const std::string found = hw::ResolveInRoot(files.root().string(), host_path);
+  struct stat st;
+  return !found.empty() && stat(found.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         (st.st_mode & 0111) != 0;
+}
 
-Options ForHost(const HostFiles& files, const Options& options, std::vector<std::string>& notes) {
+Options NvidiaForHost(const HostFiles& files, const Options& options,
+                      std::vector<std::string>& notes) {
   if (!options.add_nvidia_runtime) return options;
   std::vector<std::string> candidates;
   if (!options.runtime_binary.empty()) {
@@ -102,9 +112,7 @@ Options ForHost(const HostFiles& files, const Options& options, std::vector<std:
     candidates.assign(std::begin(kNvidiaRuntimeBinaries), std::end(kNvidiaRuntimeBinaries));
   }
   for (const std::string& candidate : candidates) {
-    const std::string found = hw::ResolveInRoot(files.root().string(), candidate);
-    struct stat st;
-    if (found.empty() || stat(found.c_str(), &st) != 0 || (st.st_mode & 0111) == 0) continue;
+    if (!IsExecutableOnHost(files, candidate)) continue;
     Options out = options;
     out.runtime_binary = candidate;
     return out;
@@ -118,6 +126,20 @@ Options ForHost(const HostFiles& files, const Options& options, std::vector<std:
   Options out = options;
   out.add_nvidia_runtime = false;
   out.set_as_default = false;
+  return out;
+}
+
+}  // namespace
+
+Options ForHost(const HostFiles& files, const Options& options, std::vector<std::string>& notes) {
+  Options out = NvidiaForHost(files, options, notes);
+  if (out.add_gpuop_runtime && !IsExecutableOnHost(files, out.gpuop_runtime_binary)) {
+    notes.push_back(absl::StrCat("no ", out.gpuop_runtime_name,
+                                 " runtime handler: ", out.gpuop_runtime_binary,
+                                 " is not on the host (`gpuop-agent runtime configure "
+                                 "--gpuop-runtime` installs it from gpuop's image)"));
+    out.add_gpuop_runtime = false;
+  }
   return out;
 }
 
@@ -139,7 +161,7 @@ absl::StatusOr<ChangeReport> Configurator::Configure(Runtime runtime, const Opti
   ChangeReport report{.runtime = runtime};
   std::vector<std::string> notes;
   const Options options = ForHost(files_, requested, notes);
-  if (!options.enable_cdi && !options.add_nvidia_runtime) {
+  if (!options.enable_cdi && !options.add_nvidia_runtime && !options.add_gpuop_runtime) {
     report.notes = Unique(notes);
     return report;
   }
@@ -199,6 +221,15 @@ absl::StatusOr<ChangeReport> Configurator::Unconfigure(Runtime runtime, const Op
   std::vector<std::string> notes;
   const Options options = ForHost(files_, requested, notes);
   const Plan plan = PlanFor(runtime, options, nullptr);
+  // gpuop's handler binary may be gone already (removed by hand, or by an earlier unconfigure of
+  // another runtime): an edited file that holds gpuop's handler is then still only what gpuop
+  // wrote.
+  std::optional<Plan> with_gpuop;
+  if (requested.add_gpuop_runtime && !options.add_gpuop_runtime) {
+    Options kept = options;
+    kept.add_gpuop_runtime = true;
+    with_gpuop = PlanFor(runtime, kept, nullptr);
+  }
 
   // Computed for every file before any is touched, so that a refusal leaves all of them alone.
   struct Step {
@@ -239,8 +270,13 @@ absl::StatusOr<ChangeReport> Configurator::Unconfigure(Runtime runtime, const Op
       steps.push_back({.path = file.path, .cleanup = marker});
       continue;
     }
-    const absl::StatusOr<std::string> ours = file.desired(original);
-    const bool unchanged_since = ours.ok() && current->has_value() && **current == *ours;
+    auto wrote = [&](const ManagedFile& plan_file) {
+      const absl::StatusOr<std::string> ours = plan_file.desired(original);
+      return ours.ok() && current->has_value() && **current == *ours;
+    };
+    const bool unchanged_since =
+        wrote(file) ||
+        (with_gpuop.has_value() && wrote((*with_gpuop)[std::distance(it, plan.rend()) - 1]));
     if (!unchanged_since && !force) {
       return absl::FailedPreconditionError(absl::StrCat(
           RuntimeName(runtime), ": ", file.path.string(),

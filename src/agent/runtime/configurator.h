@@ -1,14 +1,16 @@
 #ifndef GPUOP_AGENT_RUNTIME_CONFIGURATOR_H_
 #define GPUOP_AGENT_RUNTIME_CONFIGURATOR_H_
 
-// Configures a node's container runtime for GPUs (CDI, an NVIDIA runtime handler) and takes the
-// configuration back out: what `gpuop-agent runtime configure|unconfigure|status` run.
+// Configures a node's container runtime for GPUs (CDI, an NVIDIA runtime handler, gpuop's own
+// runtime handler) and takes the configuration back out: what `gpuop-agent runtime
+// configure|unconfigure|status` run.
 //
-// Files, per runtime:
+// Files, per runtime (the runtime handlers are entries in them):
 //   containerd  /etc/containerd/conf.d/99-gpuop.toml (gpuop's), and one imports entry added to
 //               /etc/containerd/config.toml (the node's; every other byte kept)
 //   CRI-O       /etc/crio/crio.conf.d/99-gpuop.toml (gpuop's)
 //   Docker      /etc/docker/daemon.json (the node's, edited as JSON)
+// The program gpuop's handler runs is installed and removed apart (gpuop_runtime.h).
 //
 // Guarantees:
 //  - Nothing is written until every file's new content has been computed and checked; a
@@ -48,9 +50,11 @@ inline constexpr char kStateDir[] = "/var/lib/gpuop/runtime";
 
 // `options` as they can be applied on the host behind `files`: an nvidia runtime handler only
 // when its binary is there (options.runtime_binary, or the first of kNvidiaRuntimeBinaries),
-// with runtime_binary set to it; without one, add_nvidia_runtime and set_as_default are cleared,
-// so that no runtime is ever pointed at a binary nothing installed. What was decided is appended
-// to `notes`. The binary must be an executable regular file, links followed inside the root.
+// with runtime_binary set to it; without one, add_nvidia_runtime and set_as_default are cleared.
+// gpuop's handler only when options.gpuop_runtime_binary is there; without it,
+// add_gpuop_runtime is cleared. So no runtime is ever pointed at a binary nothing installed.
+// What was decided is appended to `notes`. A binary must be an executable regular file, links
+// followed inside the root.
 Options ForHost(const HostFiles& files, const Options& options, std::vector<std::string>& notes);
 
 class Configurator {
@@ -60,16 +64,17 @@ class Configurator {
   Configurator(std::filesystem::path host_root, Restarter& restarter)
       : files_(std::move(host_root)), restarter_(restarter) {}
 
-  // Brings `runtime`'s configuration to what `options` asks for (ForHost: the nvidia handler
-  // only where its binary is; a handler the node has is kept) and restarts the runtime when
-  // anything changed; nothing at all when nothing is left to apply. InvalidArgument for bad
-  // options; FailedPrecondition for a file gpuop
-  // refuses to edit; Unavailable when files were written but the restart failed (the message
+  // Brings `runtime`'s configuration to what `options` asks for (ForHost: each handler only
+  // where its binary is; an nvidia handler the node has is kept, a gpuop one that differs is
+  // made gpuop's) and restarts the runtime when anything changed; nothing at all when nothing is
+  // left to apply. InvalidArgument for bad options; FailedPrecondition for a file gpuop refuses
+  // to edit; Unavailable when files were written but the restart failed (the message
   // says what was written); Aborted while another operation holds the lock.
   [[nodiscard]] absl::StatusOr<ChangeReport> Configure(Runtime runtime, const Options& options);
 
-  // Takes gpuop's configuration out of `runtime`, given the options configure used (they tell
-  // whether an edited file still holds only what gpuop wrote). A node's file that was changed
+  // Takes gpuop's configuration out of `runtime`, handlers included, given the options configure
+  // used (they tell whether an edited file still holds only what gpuop wrote, as ForHost applies
+  // them, or with gpuop's handler whose binary is gone already). A node's file that was changed
   // after gpuop configured it is not restored, since that would discard the change:
   // FailedPrecondition, nothing done, unless `force`, which restores the backup anyway.
   [[nodiscard]] absl::StatusOr<ChangeReport> Unconfigure(Runtime runtime, const Options& options,

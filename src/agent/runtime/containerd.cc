@@ -149,14 +149,15 @@ absl::StatusOr<toml::table*> SubTable(toml::table& parent, std::string_view key,
   return node->as_table();
 }
 
-// The runtime table to start the new runtime from: the default runtime when it is runc-based,
-// else "runc"; nullptr when neither is there.
+// The runtime table a handler gpuop defines starts from: the default runtime when it is
+// runc-based, else "runc"; nullptr when neither is there. Never one of gpuop's handlers (the
+// nvidia one, gpuop's own), which would copy gpuop's own settings into each other.
 absl::StatusOr<const toml::table*> BaseRuntime(const toml::table& runtimes,
                                                const std::string& default_name,
                                                const Options& options, const fs::path& file,
                                                const std::string& runtimes_path) {
   for (const std::string& name : {default_name, std::string("runc")}) {
-    if (name == options.runtime_name) continue;
+    if (name == options.runtime_name || name == options.gpuop_runtime_name) continue;
     const toml::node* node = runtimes.get(name);
     const std::string path = absl::StrCat(runtimes_path, ".", KeyPath({name}));
     GPUOP_RETURN_IF_ERROR(ExpectType(node, toml::node_type::table, file, path));
@@ -170,6 +171,57 @@ absl::StatusOr<const toml::table*> BaseRuntime(const toml::table& runtimes,
     if (!type.has_value() || *type == kRuncType) return &runtime;
   }
   return nullptr;
+}
+
+// The CRI plugin's runtimes table, where the handlers go, created when absent.
+struct RuntimesTable {
+  toml::table* containerd = nullptr;  // the CRI plugin's `containerd` table
+  toml::table* runtimes = nullptr;    // its `runtimes`
+  std::string default_name;           // its default_runtime_name, "runc" when unset
+  std::string containerd_path;        // key paths, for errors and notes
+  std::string runtimes_path;
+};
+
+absl::StatusOr<RuntimesTable> FindRuntimes(toml::table& cri, const std::string& cri_path,
+                                           const fs::path& file) {
+  RuntimesTable out;
+  out.containerd_path = absl::StrCat(cri_path, ".containerd");
+  GPUOP_ASSIGN_OR_RETURN(out.containerd, SubTable(cri, "containerd", file, out.containerd_path));
+  GPUOP_RETURN_IF_ERROR(ExpectType(out.containerd->get("default_runtime_name"),
+                                   toml::node_type::string, file,
+                                   absl::StrCat(out.containerd_path, ".default_runtime_name")));
+  out.default_name = (*out.containerd)["default_runtime_name"].value_or(std::string("runc"));
+  out.runtimes_path = absl::StrCat(out.containerd_path, ".runtimes");
+  GPUOP_ASSIGN_OR_RETURN(out.runtimes,
+                         SubTable(*out.containerd, "runtimes", file, out.runtimes_path));
+  return out;
+}
+
+// The entry of a handler that runs runc through `binary`: a copy of the base runtime
+// (BaseRuntime), so that its settings (SystemdCgroup, a runc Root, a sandboxer) hold for the
+// handler's containers too, with runtime_type = io.containerd.runc.v2 and options.BinaryName =
+// `binary`. `entry_path` names the entry in errors.
+absl::StatusOr<toml::table> RuncHandlerEntry(const RuntimesTable& table, const std::string& binary,
+                                             const Options& options, const fs::path& file,
+                                             const std::string& entry_path) {
+  GPUOP_ASSIGN_OR_RETURN(const toml::table* base, BaseRuntime(*table.runtimes, table.default_name,
+                                                              options, file, table.runtimes_path));
+  toml::table entry = base != nullptr ? *base : toml::table{};
+  entry.insert_or_assign("runtime_type", kRuncType);
+  GPUOP_ASSIGN_OR_RETURN(toml::table * runtime_options,
+                         SubTable(entry, "options", file, absl::StrCat(entry_path, ".options")));
+  runtime_options->insert_or_assign("BinaryName", binary);
+  return entry;
+}
+
+// containerd's built-in runc entry, written out when runc is the default and no file defines it:
+// containerd 1.x decodes a file's runtimes over the built-in ones, and a runtimes table that
+// gains a handler but lacks runc could lose it there.
+void WriteOutBuiltInRunc(RuntimesTable& table) {
+  if (table.default_name != "runc" || table.runtimes->get("runc") != nullptr) return;
+  toml::table runc;
+  runc.insert("runtime_type", kRuncType);
+  table.runtimes->insert("runc", std::move(runc));
 }
 
 // The node's CDI spec directories (containerd's default when the files set none) in their order,
@@ -189,7 +241,7 @@ toml::array MergedCdiSpecDirs(const toml::table& cri, const Options& options) {
 }
 
 // Applies `options` to the CRI plugin table `cri` (whose key path is `cri_path`).
-// `explicit_runc`: write containerd's built-in runc entry out when the handler is added and no
+// `explicit_runc`: write containerd's built-in runc entry out when a handler is added and no
 // file defines runc (the whole-table drop-ins of versions 1 and 2).
 absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const Options& options,
                           bool explicit_runc, const fs::path& file,
@@ -202,52 +254,51 @@ absl::Status ApplyOptions(toml::table& cri, const std::string& cri_path, const O
     cri.insert_or_assign("enable_cdi", true);
     cri.insert_or_assign("cdi_spec_dirs", MergedCdiSpecDirs(cri, options));
   }
-  if (!options.add_nvidia_runtime) return absl::OkStatus();
+  if (!options.add_nvidia_runtime && !options.add_gpuop_runtime) return absl::OkStatus();
 
-  const std::string containerd_path = absl::StrCat(cri_path, ".containerd");
-  GPUOP_ASSIGN_OR_RETURN(toml::table * containerd,
-                         SubTable(cri, "containerd", file, containerd_path));
-  const std::string default_path = absl::StrCat(containerd_path, ".default_runtime_name");
-  GPUOP_RETURN_IF_ERROR(ExpectType(containerd->get("default_runtime_name"), toml::node_type::string,
-                                   file, default_path));
-  const std::string default_name =
-      (*containerd)["default_runtime_name"].value_or(std::string("runc"));
-  const std::string runtimes_path = absl::StrCat(containerd_path, ".runtimes");
-  GPUOP_ASSIGN_OR_RETURN(toml::table * runtimes,
-                         SubTable(*containerd, "runtimes", file, runtimes_path));
-  const std::string entry_path = absl::StrCat(runtimes_path, ".", KeyPath({options.runtime_name}));
-  GPUOP_RETURN_IF_ERROR(
-      ExpectType(runtimes->get(options.runtime_name), toml::node_type::table, file, entry_path));
-
-  if (runtimes->get(options.runtime_name) != nullptr) {
-    // The node's own (the toolkit's `nvidia-ctk runtime configure`, another operator): it
-    // works there, and replacing it could point it at something that does not.
-    if (notes != nullptr) {
-      notes->push_back(absl::StrCat("kept the node's own runtime handler ", entry_path,
-                                    "; gpuop never replaces one"));
+  GPUOP_ASSIGN_OR_RETURN(RuntimesTable table, FindRuntimes(cri, cri_path, file));
+  // Both entries start from the node's runtimes as they are, before either handler is written.
+  std::vector<std::pair<std::string, toml::table>> entries;
+  if (options.add_nvidia_runtime) {
+    const std::string entry_path =
+        absl::StrCat(table.runtimes_path, ".", KeyPath({options.runtime_name}));
+    const toml::node* existing = table.runtimes->get(options.runtime_name);
+    GPUOP_RETURN_IF_ERROR(ExpectType(existing, toml::node_type::table, file, entry_path));
+    if (existing != nullptr) {
+      // The node's own (the toolkit's `nvidia-ctk runtime configure`, another operator): it
+      // works there, and replacing it could point it at something that does not.
+      if (notes != nullptr) {
+        notes->push_back(absl::StrCat("kept the node's own runtime handler ", entry_path,
+                                      "; gpuop never replaces one"));
+      }
+    } else {
+      if (options.runtime_binary.empty()) {
+        return absl::InvalidArgumentError("runtime options: runtime_binary is empty");
+      }
+      GPUOP_ASSIGN_OR_RETURN(toml::table entry, RuncHandlerEntry(table, options.runtime_binary,
+                                                                 options, file, entry_path));
+      entries.emplace_back(options.runtime_name, std::move(entry));
     }
-  } else {
-    if (options.runtime_binary.empty()) {
-      return absl::InvalidArgumentError("runtime options: runtime_binary is empty");
-    }
-    GPUOP_ASSIGN_OR_RETURN(const toml::table* base,
-                           BaseRuntime(*runtimes, default_name, options, file, runtimes_path));
-    if (explicit_runc && default_name == "runc" && runtimes->get("runc") == nullptr) {
-      // containerd's built-in runc entry, written out: containerd 1.x decodes a file's runtimes
-      // over the built-in ones, and a runtimes table without runc could lose it there.
-      toml::table runc;
-      runc.insert("runtime_type", kRuncType);
-      runtimes->insert("runc", std::move(runc));
-    }
-    toml::table entry = base != nullptr ? *base : toml::table{};
-    entry.insert_or_assign("runtime_type", kRuncType);
-    GPUOP_ASSIGN_OR_RETURN(toml::table * runtime_options,
-                           SubTable(entry, "options", file, absl::StrCat(entry_path, ".options")));
-    runtime_options->insert_or_assign("BinaryName", options.runtime_binary);
-    runtimes->insert_or_assign(options.runtime_name, std::move(entry));
   }
+  if (options.add_gpuop_runtime) {
+    const std::string entry_path =
+        absl::StrCat(table.runtimes_path, ".", KeyPath({options.gpuop_runtime_name}));
+    const toml::node* existing = table.runtimes->get(options.gpuop_runtime_name);
+    GPUOP_RETURN_IF_ERROR(ExpectType(existing, toml::node_type::table, file, entry_path));
+    GPUOP_ASSIGN_OR_RETURN(toml::table entry, RuncHandlerEntry(table, options.gpuop_runtime_binary,
+                                                               options, file, entry_path));
+    // gpuop's own name: an entry there that differs (an older gpuop's, a hand edit) is brought
+    // to what gpuop wants, since gpuop's components depend on it.
+    if (existing != nullptr && *existing->as_table() != entry && notes != nullptr) {
+      notes->push_back(absl::StrCat("set the runtime handler ", entry_path,
+                                    " to gpuop's (it differed; the name is gpuop's)"));
+    }
+    entries.emplace_back(options.gpuop_runtime_name, std::move(entry));
+  }
+  if (!entries.empty() && explicit_runc) WriteOutBuiltInRunc(table);
+  for (auto& [name, entry] : entries) table.runtimes->insert_or_assign(name, std::move(entry));
   if (options.set_as_default) {
-    containerd->insert_or_assign("default_runtime_name", options.runtime_name);
+    table.containerd->insert_or_assign("default_runtime_name", options.runtime_name);
   }
   return absl::OkStatus();
 }

@@ -83,17 +83,24 @@ std::string NewContainerdConfig();
 // that a containerd that replaces the built-in runtimes with the file's keeps runc. The changes:
 // enable_cdi, and
 // cdi_spec_dirs merged (the files' list, or containerd's default, with the missing directories of
-// options.cdi_spec_dirs appended; never replaced); a runtime entry `runtime_name` copied from the
-// default runc runtime (keeping options such as SystemdCgroup) with options.BinaryName =
-// runtime_binary, unless the files already define a runtime of that name, which is kept as it is
-// (and said in `notes`); default_runtime_name. The drop-in carries the main file's version
+// options.cdi_spec_dirs appended; never replaced); when add_nvidia_runtime, a runtime entry
+// `runtime_name` copied from the default runc runtime (the default runtime when runc-based, else
+// `runc`; never one of gpuop's handlers; keeping options such as SystemdCgroup or a runc Root)
+// with runtime_type = "io.containerd.runc.v2" and options.BinaryName = runtime_binary, unless the
+// files already define a runtime of that name, which is kept as it is (and said in `notes`);
+// when add_gpuop_runtime, an entry `gpuop_runtime_name` made the same way with options.BinaryName
+// = gpuop_runtime_binary, written whether or not the files define one (gpuop owns the name; one
+// that differed is said in `notes`; in a drop-in of changes alone, keys the node's entry has and
+// gpuop's lacks stay, since containerd merges it key by key); default_runtime_name =
+// runtime_name when set_as_default (gpuop's handler is never the default). The drop-in carries
+// the main file's version
 // (none when the main file says none). A main file without `version` read by containerd 2.x,
 // which ignores the CRI settings of such a file, gets a version 3 drop-in of gpuop's changes to
 // the built-in CRI settings (its own CRI table and imports are not read); with containerd's
 // version unknown it is refused (FailedPrecondition), since 1.x and 2.x need different files.
 // Errors
-// as InspectContainerdConfig, for any of the files; InvalidArgument when a runtime is to be added
-// and runtime_binary is empty.
+// as InspectContainerdConfig, for any of the files; InvalidArgument when the nvidia handler is to
+// be added and runtime_binary is empty.
 [[nodiscard]] absl::StatusOr<std::string> RenderContainerdDropIn(
     absl::string_view main, const std::vector<ImportedFile>& imported, const Options& options,
     std::vector<std::string>* notes = nullptr);

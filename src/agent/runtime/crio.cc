@@ -47,6 +47,30 @@ absl::StatusOr<toml::table> MergedRuntimeTable(const std::vector<ImportedFile>& 
   return merged;
 }
 
+// The entry of a handler that runs `binary` as an OCI runtime: a copy of the default runtime's
+// entry (or crun's, or runc's; never one of gpuop's handlers), so that its settings (monitor,
+// runtime root, cgroup handling) hold for the handler's containers too, with runtime_path =
+// `binary` and runtime_type = "oci".
+toml::table HandlerEntry(const toml::table& merged, const Options& options,
+                         const std::string& binary) {
+  // CRI-O's own default is crun (runc before 1.31); take whichever entry the node defines.
+  std::vector<std::string> candidates = {"crun", "runc"};
+  if (const std::optional<std::string> name = merged["default_runtime"].value<std::string>()) {
+    candidates.insert(candidates.begin(), *name);
+  }
+  toml::table entry;
+  for (const std::string& name : candidates) {
+    if (name == options.runtime_name || name == options.gpuop_runtime_name) continue;
+    if (const toml::table* base = merged["runtimes"][name].as_table()) {
+      entry = *base;
+      break;
+    }
+  }
+  entry.insert_or_assign("runtime_path", binary);
+  entry.insert_or_assign("runtime_type", "oci");
+  return entry;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> RenderCrioDropIn(const std::vector<ImportedFile>& loaded,
@@ -57,35 +81,32 @@ absl::StatusOr<std::string> RenderCrioDropIn(const std::vector<ImportedFile>& lo
   if (options.enable_cdi) {
     runtime.insert("cdi_spec_dirs", StringArray(options.cdi_spec_dirs));
   }
+  toml::table runtimes;
   if (options.add_nvidia_runtime && merged["runtimes"][options.runtime_name]) {
     if (notes != nullptr) {
       notes->push_back(absl::StrCat("kept the node's own runtime handler crio.runtime.runtimes.",
                                     options.runtime_name, "; gpuop never replaces one"));
     }
-    if (options.set_as_default) runtime.insert("default_runtime", options.runtime_name);
   } else if (options.add_nvidia_runtime) {
     if (options.runtime_binary.empty()) {
       return absl::InvalidArgumentError("runtime options: runtime_binary is empty");
     }
-    // CRI-O's own default is crun (runc before 1.31); take whichever entry the node defines.
-    std::vector<std::string> candidates = {"crun", "runc"};
-    if (const std::optional<std::string> name = merged["default_runtime"].value<std::string>()) {
-      candidates.insert(candidates.begin(), *name);
+    runtimes.insert(options.runtime_name, HandlerEntry(merged, options, options.runtime_binary));
+  }
+  if (options.add_gpuop_runtime) {
+    toml::table entry = HandlerEntry(merged, options, options.gpuop_runtime_binary);
+    // gpuop's own name: an entry there that differs is brought to what gpuop wants.
+    const toml::table* existing = merged["runtimes"][options.gpuop_runtime_name].as_table();
+    if (existing != nullptr && *existing != entry && notes != nullptr) {
+      notes->push_back(absl::StrCat("set the runtime handler crio.runtime.runtimes.",
+                                    options.gpuop_runtime_name,
+                                    " to gpuop's (it differed; the name is gpuop's)"));
     }
-    toml::table entry;
-    for (const std::string& name : candidates) {
-      if (name == options.runtime_name) continue;
-      if (const toml::table* base = merged["runtimes"][name].as_table()) {
-        entry = *base;
-        break;
-      }
-    }
-    entry.insert_or_assign("runtime_path", options.runtime_binary);
-    entry.insert_or_assign("runtime_type", "oci");
-    toml::table runtimes;
-    runtimes.insert(options.runtime_name, std::move(entry));
-    runtime.insert("runtimes", std::move(runtimes));
-    if (options.set_as_default) runtime.insert("default_runtime", options.runtime_name);
+    runtimes.insert(options.gpuop_runtime_name, std::move(entry));
+  }
+  if (!runtimes.empty()) runtime.insert("runtimes", std::move(runtimes));
+  if (options.add_nvidia_runtime && options.set_as_default) {
+    runtime.insert("default_runtime", options.runtime_name);
   }
   toml::table crio;
   crio.insert("runtime", std::move(runtime));

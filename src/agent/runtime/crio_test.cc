@@ -1,5 +1,7 @@
 #include "agent/runtime/crio.h"
 
+#include <sstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <toml++/toml.h>
@@ -98,6 +100,86 @@ TEST(RuntimeCrioTest, RefusesMalformedConfigs) {
     EXPECT_EQ(drop_in.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(Message(drop_in.status()), HasSubstr(c.message)) << c.content;
   }
+}
+
+constexpr char kGpuopBinary[] = "/var/lib/gpuop/bin/gpuop-container-runtime";
+
+TEST(RuntimeCrioTest, RendersTheGpuopHandler) {
+  Options options = RuntimeOptions();
+  options.add_gpuop_runtime = true;
+  const absl::StatusOr<std::string> drop_in =
+      RenderCrioDropIn({{kCrioConfigPath, Testdata("crio.conf")}}, options);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  ExpectGolden(*drop_in, "crio_gpuop_dropin.toml");
+
+  const toml::table table = Parse(*drop_in);
+  const auto runtime = table["crio"]["runtime"];
+  const auto gpuop = runtime["runtimes"]["gpuop"];
+  EXPECT_EQ(gpuop["runtime_path"].value<std::string>(), kGpuopBinary);
+  EXPECT_EQ(gpuop["runtime_type"].value<std::string>(), "oci");
+  // Copied from the default runtime (crun), as the nvidia handler is.
+  EXPECT_EQ(gpuop["runtime_root"].value<std::string>(), "/run/crun");
+  EXPECT_EQ(gpuop["monitor_path"].value<std::string>(), "/usr/libexec/crio/conmon");
+  EXPECT_EQ(runtime["runtimes"]["nvidia"]["runtime_root"].value<std::string>(), "/run/crun");
+  // The default is the nvidia handler, never gpuop's.
+  EXPECT_EQ(runtime["default_runtime"].value<std::string>(), "nvidia");
+}
+
+TEST(RuntimeCrioTest, TheGpuopHandlerAloneSetsNoDefault) {
+  Options options;
+  options.enable_cdi = false;
+  options.add_gpuop_runtime = true;
+  const absl::StatusOr<std::string> drop_in =
+      RenderCrioDropIn({{kCrioConfigPath, Testdata("crio.conf")}}, options);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  const auto runtime = table["crio"]["runtime"];
+  EXPECT_FALSE(runtime["default_runtime"]);
+  EXPECT_FALSE(runtime["cdi_spec_dirs"]);
+  ASSERT_TRUE(runtime["runtimes"].is_table());
+  EXPECT_EQ(runtime["runtimes"].as_table()->size(), 1u);
+  EXPECT_EQ(runtime["runtimes"]["gpuop"]["runtime_path"].value<std::string>(), kGpuopBinary);
+}
+
+TEST(RuntimeCrioTest, GpuopsHandlerIsBroughtToWhatGpuopWants) {
+  // A drop-in defines both names: the nvidia handler is the node's and kept, gpuop's is set to
+  // gpuop's, copied from the default runtime and not from the node's entry.
+  const std::vector<ImportedFile> loaded = {
+      {kCrioConfigPath, Testdata("crio.conf")},
+      {"/etc/crio/crio.conf.d/50-handlers.toml",
+       "[crio.runtime.runtimes.nvidia]\nruntime_path = \"/usr/bin/nvidia-container-runtime\"\n"
+       "[crio.runtime.runtimes.gpuop]\nruntime_path = \"/opt/old/gpuop-container-runtime\"\n"
+       "runtime_type = \"vm\"\n"}};
+  Options options = RuntimeOptions();
+  options.add_gpuop_runtime = true;
+  std::vector<std::string> notes;
+  const absl::StatusOr<std::string> drop_in = RenderCrioDropIn(loaded, options, &notes);
+  ASSERT_TRUE(drop_in.ok()) << drop_in.status();
+  const toml::table table = Parse(*drop_in);
+  const auto runtimes = table["crio"]["runtime"]["runtimes"];
+  EXPECT_FALSE(runtimes["nvidia"]);
+  EXPECT_EQ(runtimes["gpuop"]["runtime_path"].value<std::string>(), kGpuopBinary);
+  EXPECT_EQ(runtimes["gpuop"]["runtime_type"].value<std::string>(), "oci");
+  EXPECT_EQ(runtimes["gpuop"]["runtime_root"].value<std::string>(), "/run/crun");
+  EXPECT_THAT(notes, ::testing::ElementsAre(
+                         HasSubstr("kept the node's own runtime handler crio.runtime.runtimes."
+                                   "nvidia"),
+                         "set the runtime handler crio.runtime.runtimes.gpuop to gpuop's (it "
+                         "differed; the name is gpuop's)"));
+
+  // One that already is gpuop's: nothing to say.
+  const toml::table* ours = runtimes["gpuop"].as_table();
+  ASSERT_NE(ours, nullptr);
+  toml::table handlers{
+      {"crio", toml::table{{"runtime", toml::table{{"runtimes", toml::table{{"gpuop", *ours}}}}}}}};
+  std::ostringstream text;
+  text << handlers;
+  notes.clear();
+  ASSERT_TRUE(RenderCrioDropIn({{kCrioConfigPath, Testdata("crio.conf")},
+                                {"/etc/crio/crio.conf.d/50-handlers.toml", text.str()}},
+                               options, &notes)
+                  .ok());
+  EXPECT_TRUE(notes.empty());
 }
 
 }  // namespace

@@ -142,6 +142,17 @@ bool Apply(Json& doc, const Options& options, std::vector<std::string>* notes) {
     set(entry["path"], options.runtime_binary);
     if (!entry.contains("args")) set(entry["args"], Json::array());
   }
+  if (options.add_gpuop_runtime) {
+    // gpuop's own name: an entry there that differs is brought to what gpuop wants.
+    const Json want = {{"path", options.gpuop_runtime_binary}};
+    Json& runtimes = doc["runtimes"];
+    if (notes != nullptr && runtimes.contains(options.gpuop_runtime_name) &&
+        runtimes[options.gpuop_runtime_name] != want) {
+      notes->push_back(absl::StrCat("set the runtime handler runtimes.", options.gpuop_runtime_name,
+                                    " to gpuop's (it differed; the name is gpuop's)"));
+    }
+    set(runtimes[options.gpuop_runtime_name], want);
+  }
   if (options.set_as_default) set(doc["default-runtime"], options.runtime_name);
   return changed;
 }

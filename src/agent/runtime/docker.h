@@ -20,8 +20,10 @@ inline constexpr char kDockerConfigPath[] = "/etc/docker/daemon.json";
 // directories differ from Docker's default) when enable_cdi; "runtimes": {"<runtime_name>":
 // {"path": runtime_binary, "args": []}} when add_nvidia_runtime, unless an entry of that name is
 // there already, which is kept as it is (and said in `notes` when its path is another);
-// "default-runtime" when
-// set_as_default. Every other key, and the order of keys, is kept; the document is re-indented
+// "runtimes": {"<gpuop_runtime_name>": {"path": gpuop_runtime_binary}} when add_gpuop_runtime,
+// replacing an entry of that name that differs (gpuop owns the name; said in `notes`);
+// "default-runtime" = runtime_name when set_as_default (gpuop's handler is never the default).
+// Every other key, and the order of keys, is kept; the document is re-indented
 // with the file's own indentation. When `current` already holds all of that, it is returned
 // byte for byte. nullopt (no file) starts from {}. FailedPrecondition naming the file, line and
 // problem for invalid JSON, a top level that is not an object, or a wrong type at a key gpuop

@@ -98,5 +98,51 @@ TEST(RuntimeDockerTest, RefusesMalformedFiles) {
   }
 }
 
+constexpr char kGpuopBinary[] = "/var/lib/gpuop/bin/gpuop-container-runtime";
+
+TEST(RuntimeDockerTest, AddsTheGpuopHandler) {
+  Options options = AllOptions();
+  options.add_gpuop_runtime = true;
+  const absl::StatusOr<std::string> edited = EditDaemonJson(Testdata("daemon.json"), options);
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  const Json after = Json::parse(*edited);
+  EXPECT_EQ(after["runtimes"]["gpuop"],
+            Json::parse(R"({"path": "/var/lib/gpuop/bin/gpuop-container-runtime"})"));
+  EXPECT_EQ(after["runtimes"]["nvidia"]["path"], "/usr/bin/nvidia-container-runtime");
+  EXPECT_EQ(after["default-runtime"], "nvidia");  // never gpuop's
+
+  Options gpuop_only;
+  gpuop_only.add_gpuop_runtime = true;
+  const absl::StatusOr<std::string> created = EditDaemonJson(std::nullopt, gpuop_only);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(Json::parse(*created), Json::parse(R"({"features": {"cdi": true},
+                            "runtimes": {"gpuop": {"path": "/var/lib/gpuop/bin/gpuop-container-runtime"}}})"));
+  EXPECT_EQ(EditDaemonJson(*created, gpuop_only).value_or(""), *created);
+}
+
+TEST(RuntimeDockerTest, GpuopsHandlerIsBroughtToWhatGpuopWants) {
+  Options options = AllOptions();
+  options.add_gpuop_runtime = true;
+  const std::string original =
+      R"({"runtimes": {"nvidia": {"path": "/opt/nvidia/runtime"},
+                       "gpuop": {"path": "/opt/old/gpuop-container-runtime", "args": ["--debug"]}}})";
+  std::vector<std::string> notes;
+  const absl::StatusOr<std::string> edited = EditDaemonJson(original, options, &notes);
+  ASSERT_TRUE(edited.ok()) << edited.status();
+  const Json after = Json::parse(*edited);
+  EXPECT_EQ(after["runtimes"]["nvidia"], Json::parse(R"({"path": "/opt/nvidia/runtime"})"));
+  EXPECT_EQ(after["runtimes"]["gpuop"],
+            Json::parse(R"({"path": "/var/lib/gpuop/bin/gpuop-container-runtime"})"));
+  EXPECT_THAT(notes, ::testing::ElementsAre(
+                         HasSubstr("kept the node's own runtime handler runtimes.nvidia"),
+                         "set the runtime handler runtimes.gpuop to gpuop's (it differed; the "
+                         "name is gpuop's)"));
+  // Even an entry of another type: the name is gpuop's.
+  const absl::StatusOr<std::string> replaced =
+      EditDaemonJson(R"({"runtimes": {"gpuop": "runc"}})", options);
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  EXPECT_EQ(Json::parse(*replaced)["runtimes"]["gpuop"]["path"], kGpuopBinary);
+}
+
 }  // namespace
 }  // namespace gpuop::agent::runtime

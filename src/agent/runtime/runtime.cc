@@ -1,5 +1,7 @@
 #include "agent/runtime/runtime.h"
 
+#include <filesystem>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -17,12 +19,20 @@ bool IsDnsLabel(absl::string_view s) {
   return s.front() != '-' && s.back() != '-';
 }
 
-bool IsCleanAbsolutePath(absl::string_view s) {
+bool IsAbsolutePath(absl::string_view s) {
   if (s.empty() || s.front() != '/') return false;
   for (const char c : s) {
     if (absl::ascii_iscntrl(c)) return false;
   }
   return true;
+}
+
+// IsAbsolutePath, and in normal form (no ".", "..", "//" or trailing '/'): a program's path, which
+// is joined under the host root to look for it or install it there, must not climb out of it.
+bool IsCleanAbsolutePath(absl::string_view s) {
+  if (!IsAbsolutePath(s) || (s.size() > 1 && s.back() == '/')) return false;
+  const std::filesystem::path path{std::string(s)};
+  return path.lexically_normal() == path;
 }
 
 }  // namespace
@@ -49,16 +59,17 @@ absl::StatusOr<Runtime> ParseRuntime(absl::string_view name) {
 }
 
 absl::Status ValidateOptions(const Options& options) {
-  if (!options.enable_cdi && !options.add_nvidia_runtime) {
+  if (!options.enable_cdi && !options.add_nvidia_runtime && !options.add_gpuop_runtime) {
     return absl::InvalidArgumentError(
-        "runtime options: nothing to configure (enable_cdi and add_nvidia_runtime are both off)");
+        "runtime options: nothing to configure (enable_cdi, add_nvidia_runtime and "
+        "add_gpuop_runtime are all off)");
   }
   if (options.enable_cdi) {
     if (options.cdi_spec_dirs.empty()) {
       return absl::InvalidArgumentError("runtime options: cdi_spec_dirs is empty");
     }
     for (const std::string& dir : options.cdi_spec_dirs) {
-      if (!IsCleanAbsolutePath(dir)) {
+      if (!IsAbsolutePath(dir)) {
         return absl::InvalidArgumentError(absl::StrCat("runtime options: cdi_spec_dirs entry \"",
                                                        dir, "\" is not an absolute path"));
       }
@@ -71,9 +82,26 @@ absl::Status ValidateOptions(const Options& options) {
                        "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
     }
     if (!options.runtime_binary.empty() && !IsCleanAbsolutePath(options.runtime_binary)) {
-      return absl::InvalidArgumentError(absl::StrCat("runtime options: runtime_binary \"",
-                                                     options.runtime_binary,
-                                                     "\" is not an absolute path"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("runtime options: runtime_binary \"", options.runtime_binary,
+                       "\" is not a clean absolute path (no '.', '..', '//' or trailing '/')"));
+    }
+  }
+  if (options.add_gpuop_runtime) {
+    if (!IsDnsLabel(options.gpuop_runtime_name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("runtime options: gpuop_runtime_name \"", options.gpuop_runtime_name,
+                       "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
+    }
+    if (!IsCleanAbsolutePath(options.gpuop_runtime_binary)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("runtime options: gpuop_runtime_binary \"", options.gpuop_runtime_binary,
+                       "\" is not a clean absolute path (no '.', '..', '//' or trailing '/')"));
+    }
+    if (options.add_nvidia_runtime && options.gpuop_runtime_name == options.runtime_name) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "runtime options: gpuop_runtime_name and runtime_name are both \"", options.runtime_name,
+          "\"; gpuop's handler and the nvidia one need different names"));
     }
   }
   if (options.set_as_default && !options.add_nvidia_runtime) {

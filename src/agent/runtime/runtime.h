@@ -42,6 +42,17 @@ struct Options {
   // Make `runtime_name` the runtime's default handler. Requires add_nvidia_runtime; on a host,
   // only when the handler is there (added, or the node's own).
   bool set_as_default = false;
+  // Define gpuop's own runtime handler `gpuop_runtime_name`, which runs runc through
+  // `gpuop_runtime_binary` (gpuop-container-runtime, a runc wrapper that applies the CDI devices
+  // named in the container's environment): gpuop's node components get their GPU devices through
+  // a RuntimeClass with this handler instead of running privileged. gpuop owns the name: an entry
+  // of that name that differs is brought to what gpuop wants. Never the default handler. On a
+  // host (Configurator) the handler is added only when the binary exists there
+  // (InstallGpuopRuntime puts it there).
+  bool add_gpuop_runtime = false;
+  std::string gpuop_runtime_name = "gpuop";
+  // As the host sees it.
+  std::string gpuop_runtime_binary = "/var/lib/gpuop/bin/gpuop-container-runtime";
   // The major version of the containerd that reads the files (containerd_version.h asks the
   // daemon), 0 when unknown. The files alone do not tell: containerd 2.x merges imports key by
   // key (so a drop-in can hold only gpuop's changes) and ignores the CRI settings of a file
