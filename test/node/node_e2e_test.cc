@@ -32,6 +32,7 @@
 #include "test/node/node_e2e_driver_steps.h"
 #include "test/node/node_e2e_fixture.h"
 #include "test/node/node_e2e_health_steps.h"
+#include "test/node/node_e2e_privilege_steps.h"
 #include "test/node/node_e2e_reports.h"
 #include "test/node/node_e2e_util.h"
 
@@ -352,6 +353,16 @@ TEST_F(NodeE2ETest, AUserPodGetsExactlyTwoGpus) {
   ASSERT_TRUE(probed.ok()) << probed;
   const absl::Status probe = CheckProbe(Cluster().node(), kWorkloads, kProbePod);
   EXPECT_TRUE(probe.ok()) << probe;
+}
+
+TEST_F(NodeE2ETest, TheGpuManagersRunUnprivilegedUnderGpuopsRuntimeClass) {
+  if (!S().allocatable) GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+  GpuManagersRunUnprivilegedStep();
+}
+
+TEST_F(NodeE2ETest, GpuopsRuntimeGivesTheMigMonitorOnlyWithSysAdmin) {
+  if (!S().allocatable) GTEST_SKIP() << "needs EightGpusBecomeAllocatableThroughTheRealKubelet";
+  MigMonitorNeedsSysAdminStep();
 }
 
 // Restarts `component` and expects the watched pod's container to be the same one, never
