@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "test/cluster/node_config.h"
 #include "test/e2e/operator_e2e_util.h"
+#include "test/node/node_e2e_driver_steps.h"
 #include "test/node/node_e2e_fixture.h"
 #include "test/node/node_e2e_reports.h"
 
@@ -23,26 +24,17 @@ namespace {
 constexpr char kAllDevice[] = "management.gpuop.io/gpu=all";
 constexpr char kMonitorDevice[] = "management.gpuop.io/gpu=mig-monitor";
 
-// A bare gpu-probe pod under the RuntimeClass gpuop asking for `devices`, with every capability
-// dropped and `add` added.
+// The probe pod (ProbePod) under the RuntimeClass gpuop, asking that runtime for `devices` instead
+// of the device plugin for GPUs, with every capability dropped and `add` added.
 json ManagementProbePod(const std::string& name, const std::string& devices,
                         const json& add = json::array()) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", kWorkloads}}},
-          {"spec",
-           {{"hostNetwork", true},
-            {"restartPolicy", "Never"},
-            {"terminationGracePeriodSeconds", 1},
-            {"runtimeClassName", "gpuop"},
-            {"containers",
-             {{{"name", "probe"},
-               {"image", kProbeImage},
-               {"imagePullPolicy", "Never"},
-               {"command", {"/usr/local/bin/gpu-probe", "--sleep"}},
-               {"env", {{{"name", "GPUOP_CDI_DEVICES"}, {"value", devices}}}},
-               {"securityContext",
-                {{"capabilities", {{"drop", {"ALL"}}, {"add", add}}}}}}}}}}};
+  json pod = ProbePod(name);
+  pod["spec"]["runtimeClassName"] = "gpuop";
+  json& container = pod["spec"]["containers"][0];
+  container.erase("resources");  // no device plugin devices: the runtime's only
+  container["env"] = {{{"name", "GPUOP_CDI_DEVICES"}, {"value", devices}}};
+  container["securityContext"] = {{"capabilities", {{"drop", {"ALL"}}, {"add", add}}}};
+  return pod;
 }
 
 std::string PodPath(const std::string& name) {
@@ -51,14 +43,14 @@ std::string PodPath(const std::string& name) {
 
 // The probe's /dev entries once pod `name` runs.
 absl::StatusOr<std::set<std::string>> DevicesOfRunningProbe(const std::string& name) {
-  absl::Status running =
-      AwaitDone(absl::StrCat(name, " Running"), absl::Minutes(2),
-                [&]() -> absl::StatusOr<std::string> {
-                  absl::StatusOr<json> p = Get(PodPath(name));
-                  if (!p.ok()) return p.status();
-                  if ((*p)["status"].value("phase", "") == "Running") return std::string();
-                  return PodSummary(*p);
-                });
+  absl::Status running = AwaitDone(absl::StrCat(name, " Running"), absl::Minutes(2),
+                                   [&]() -> absl::StatusOr<std::string> {
+                                     absl::StatusOr<json> p = Get(PodPath(name));
+                                     if (!p.ok()) return p.status();
+                                     if ((*p)["status"].value("phase", "") == "Running")
+                                       return std::string();
+                                     return PodSummary(*p);
+                                   });
   if (!running.ok()) return running;
   absl::StatusOr<json> report;
   absl::Status reported = WaitUntil("the probe's report", absl::Seconds(30), [&] {
@@ -150,7 +142,9 @@ void MigMonitorNeedsSysAdminStep() {
       });
   EXPECT_TRUE(refused.ok()) << refused;
   absl::StatusOr<json> refused_pod = Get(PodPath("managed-no-admin"));
-  if (refused_pod.ok()) EXPECT_NE((*refused_pod)["status"].value("phase", ""), "Running");
+  if (refused_pod.ok()) {
+    EXPECT_NE((*refused_pod)["status"].value("phase", ""), "Running");
+  }
 
   // With CAP_SYS_ADMIN, as the GPU managers run: the monitor capability too.
   ASSERT_TRUE(

@@ -28,9 +28,9 @@ struct Options {
   // --proc-driver or GPUOP_SIMULATED_PROC_DRIVER: where to write the kernel module's MIG
   // capability files (proc_entries.h); empty: none.
   std::string proc_driver;
-  Publish publish = Publish::kAuto;                        // --publish auto|rbind|tree
-  std::string scenario;   // GPUOP_SIMULATED_DRIVER_SCENARIO; empty: the default
-  std::string node_name;  // NODE_NAME
+  Publish publish = Publish::kAuto;  // --publish auto|rbind|tree
+  std::string scenario;              // GPUOP_SIMULATED_DRIVER_SCENARIO; empty: the default
+  std::string node_name;             // NODE_NAME
 };
 
 // Exit codes.

@@ -30,8 +30,9 @@ std::string Capability(unsigned int minor, unsigned int mode) {
 absl::Status WriteAtomically(const fs::path& path, const std::string& content) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("mkdir ", path.parent_path().string(), ": ",
-                                                     ec.message()));
+  if (ec)
+    return absl::UnavailableError(
+        absl::StrCat("mkdir ", path.parent_path().string(), ": ", ec.message()));
   const fs::path temp = path.string() + ".tmp";
   {
     std::ofstream out(temp, std::ios::trunc);
@@ -85,8 +86,8 @@ absl::Status RemoveProcEntries(const std::string& dir) {
     }
   }
   // The directories, deepest first, when nothing else is in them.
-  for (const char* sub : {"nvidia/capabilities/mig", "nvidia/capabilities", "nvidia",
-                          "nvidia-caps"}) {
+  for (const char* sub :
+       {"nvidia/capabilities/mig", "nvidia/capabilities", "nvidia", "nvidia-caps"}) {
     rmdir((root / sub).c_str());
   }
   return absl::OkStatus();

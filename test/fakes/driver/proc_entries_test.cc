@@ -29,8 +29,7 @@ TEST(ProcEntriesTest, MinorsFollowTheDriversNumbering) {
   EXPECT_EQ(MigCapabilityMinor(0, 1, 0), 13u);
   EXPECT_EQ(MigCapabilityMinor(1, 0), 138u);
   const std::string minors = MigMinors({0, 1});
-  EXPECT_EQ(minors.rfind("config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\n", 0),
-            0u);
+  EXPECT_EQ(minors.rfind("config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\n", 0), 0u);
   EXPECT_THAT(minors, HasSubstr("gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"));
   EXPECT_THAT(minors, HasSubstr("gpu1/gi14/ci7/access 272\n"));
   EXPECT_EQ(std::count(minors.begin(), minors.end(), '\n'), 2 + 2 * 135);
