@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "kube/transport/curl_http_client.h"
 #include "test/cluster/node_config.h"
 #include "test/e2e/operator_e2e_util.h"
 #include "test/node/node_e2e_driver_steps.h"
@@ -127,8 +131,8 @@ void MigMonitorNeedsSysAdminStep() {
   for (const std::string& node : ManagedGpus()) EXPECT_TRUE(plain->contains(node)) << node;
   EXPECT_FALSE(plain->contains("/dev/nvidia-caps/nvidia-cap2"));
 
-  // The monitor capability without CAP_SYS_ADMIN: the container is never created, and the
-  // kubelet says why.
+  // The monitor capability without CAP_SYS_ADMIN: runc is never asked to create the container
+  // (containerd's task create fails with the wrapper's message), and the kubelet says why.
   const std::string both = absl::StrCat(kAllDevice, ",", kMonitorDevice);
   ASSERT_TRUE(Api()->Create(path, ManagementProbePod("managed-no-admin", both)).ok());
   absl::Status refused = WaitUntil(
@@ -136,9 +140,16 @@ void MigMonitorNeedsSysAdminStep() {
       [&]() -> absl::StatusOr<bool> {
         absl::StatusOr<json> p = Get(PodPath("managed-no-admin"));
         if (!p.ok()) return p.status();
-        const json waiting = FirstContainerStatus(*p)["state"].value("waiting", json::object());
-        return waiting.value("reason", "") == "CreateContainerError" &&
-               absl::StrContains(waiting.value("message", ""), "CAP_SYS_ADMIN");
+        // Terminated with StartError (restartPolicy Never), or waiting to be tried again.
+        const json status = FirstContainerStatus(*p);
+        if (!status.is_object() || !status.contains("state")) return false;
+        const json& state = status["state"];
+        const json why = state.contains("terminated") ? state["terminated"]
+                                                      : state.value("waiting", json::object());
+        const std::string reason = why.value("reason", "");
+        return (reason == "StartError" || reason == "CreateContainerError" ||
+                reason == "RunContainerError") &&
+               absl::StrContains(why.value("message", ""), "nvidia-cap2 requires CAP_SYS_ADMIN");
       });
   EXPECT_TRUE(refused.ok()) << refused;
   absl::StatusOr<json> refused_pod = Get(PodPath("managed-no-admin"));
@@ -156,6 +167,120 @@ void MigMonitorNeedsSysAdminStep() {
 
   for (const char* name : {"managed-plain", "managed-no-admin", "managed-admin"}) {
     (void)Api()->Delete(PodPath(name));
+  }
+}
+
+namespace {
+
+// The exporter's Prometheus text, from its host port on loopback.
+absl::StatusOr<std::string> ExporterMetrics() {
+  absl::StatusOr<json> ds =
+      Get(absl::StrCat("/apis/apps/v1/namespaces/", kNamespace, "/daemonsets/gpuop-exporter"));
+  if (!ds.ok()) return ds.status();
+  const int port =
+      (*ds)["spec"]["template"]["spec"]["containers"][0]["ports"][0].value("containerPort", 0);
+  static std::unique_ptr<kube::CurlHttpClient> client = *kube::CurlHttpClient::Create({});
+  absl::StatusOr<kube::HttpResponse> response =
+      client->Send({.url = absl::StrCat("http://127.0.0.1:", port, "/metrics")});
+  if (!response.ok()) return response.status();
+  if (response->status != 200) {
+    return absl::UnavailableError(absl::StrCat("exporter: HTTP ", response->status));
+  }
+  return response->body;
+}
+
+// The lines of `metric` whose labels contain `label`.
+std::vector<std::string> Series(const std::string& text, const std::string& metric,
+                                const std::string& label) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, metric + "{") && absl::StrContains(line, label)) {
+      out.emplace_back(line);
+    }
+  }
+  return out;
+}
+
+// What the a100-8x-mig scenario's layout gives (its header): GPU 0 seven 1g.5gb, GPU 1 two
+// 3g.20gb, GPU 2 a 2g.10gb and a 1g.5gb (and a 4g.20gb split into two compute instances), GPU 3
+// MIG without instances, GPUs 4-7 whole.
+const std::map<std::string, std::string> kMixedResources = {{"nvidia.com/gpu", "4"},
+                                                            {"nvidia.com/mig-1g.5gb", "8"},
+                                                            {"nvidia.com/mig-2g.10gb", "1"},
+                                                            {"nvidia.com/mig-3g.20gb", "2"}};
+
+}  // namespace
+
+void MigLayoutFromInsideThePodsStep() {
+  const json patch = {
+      {"spec",
+       {{"driver",
+         {{"env",
+           {{{"name", "GPUOP_SIMULATED_DRIVER_SCENARIO"}, {"value", "a100-8x-mig"}},
+            {{"name", "GPUOP_SIMULATED_PROC_DRIVER"}, {"value", NodeLayout::kNodeProcDriver}}}}}},
+        {"components", {{"devicePlugin", {{"migStrategy", "mixed"}}}}},
+        {"upgrade", {{"podDeletion", {{"force", true}}}}}}}};
+  absl::StatusOr<ApiResponse> patched =
+      Api()->Request("PATCH", "/apis/gpuop.io/v1alpha1/gpuclusterpolicies/default", &patch,
+                     "application/merge-patch+json");
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  ASSERT_EQ(patched->status, 200) << patched->raw;
+
+  // The device plugin, from inside its pod: the mixed strategy's resources.
+  absl::Status served = AwaitDone(
+      "the MIG resources allocatable", absl::Minutes(8), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+        if (!node.ok()) return node.status();
+        std::vector<std::string> wrong;
+        for (const auto& [resource, count] : kMixedResources) {
+          const std::string have = Allocatable(*node, resource);
+          if (have != count) wrong.push_back(absl::StrCat(resource, ": ", have, ", want ", count));
+        }
+        return absl::StrJoin(wrong, "; ");
+      });
+  ASSERT_TRUE(served.ok()) << served;
+
+  // The labels component: the profiles, as GPU feature discovery names them.
+  absl::Status labelled =
+      AwaitDone("the MIG labels", absl::Minutes(2), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<json> node = Get(absl::StrCat("/api/v1/nodes/", kNodeName));
+        if (!node.ok()) return node.status();
+        const std::map<std::string, std::string> want = {{"nvidia.com/mig.strategy", "mixed"},
+                                                         {"nvidia.com/mig-1g.5gb.count", "8"},
+                                                         {"nvidia.com/mig-3g.20gb.count", "2"},
+                                                         {"nvidia.com/mig-2g.10gb.count", "1"}};
+        std::vector<std::string> wrong;
+        for (const auto& [key, value] : want) {
+          if (LabelOf(*node, key) != value) {
+            wrong.push_back(absl::StrCat(key, "=", LabelOf(*node, key), ", want ", value));
+          }
+        }
+        return absl::StrJoin(wrong, "; ");
+      });
+  EXPECT_TRUE(labelled.ok()) << labelled;
+
+  // The exporter: one series per GPU instance, with the instance's own memory.
+  absl::StatusOr<std::string> metrics;
+  absl::Status scraped = WaitUntil("per-instance series", absl::Minutes(1), [&] {
+    metrics = ExporterMetrics();
+    return absl::StatusOr<bool>(
+        metrics.ok() &&
+        Series(*metrics, "DCGM_FI_DEV_FB_FREE", "GPU_I_PROFILE=\"1g.5gb\"").size() == 8);
+  });
+  ASSERT_TRUE(scraped.ok()) << scraped << (metrics.ok() ? *metrics : metrics.status().ToString());
+  EXPECT_EQ(Series(*metrics, "DCGM_FI_DEV_FB_FREE", "GPU_I_PROFILE=\"3g.20gb\"").size(), 2u);
+  EXPECT_EQ(Series(*metrics, "DCGM_FI_DEV_FB_FREE", "GPU_I_PROFILE=\"2g.10gb\"").size(), 1u);
+  // Free plus used is the instance's memory, not the whole GPU's 40 GiB.
+  for (const std::string& line :
+       Series(*metrics, "DCGM_FI_DEV_FB_FREE", "GPU_I_PROFILE=\"1g.5gb\"")) {
+    const std::string labels = line.substr(line.find('{'), line.rfind('}') - line.find('{') + 1);
+    const std::vector<std::string> used = Series(*metrics, "DCGM_FI_DEV_FB_USED{", labels);
+    double free_mib = 0, used_mib = 0;
+    ASSERT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &free_mib)) << line;
+    ASSERT_EQ(used.size(), 1u) << labels;
+    ASSERT_TRUE(absl::SimpleAtod(used[0].substr(used[0].rfind(' ') + 1), &used_mib)) << used[0];
+    EXPECT_LE(free_mib + used_mib, 5 * 1024) << line;
+    EXPECT_GT(free_mib + used_mib, 4 * 1024) << line;
   }
 }
 

@@ -17,6 +17,13 @@ void GpuManagersRunUnprivilegedStep();
 // capability is refused to it, naming CAP_SYS_ADMIN, and given to one that holds it.
 void MigMonitorNeedsSysAdminStep();
 
+// The simulated driver replaced by one playing eight A100s with a mixed MIG layout (scenario
+// a100-8x-mig) and the device plugin's MIG strategy set to mixed: from inside the unprivileged
+// pods, the device plugin serves nvidia.com/mig-<profile> resources, the labels component
+// publishes the profiles, and the exporter one series per GPU instance with its memory. Every one
+// of these needs the MIG monitor capability (NVML answers instance queries only to a holder).
+void MigLayoutFromInsideThePodsStep();
+
 }  // namespace gpuop::test
 
 #endif  // GPUOP_TEST_NODE_NODE_E2E_PRIVILEGE_STEPS_H_

@@ -554,6 +554,11 @@ TEST_F(NodeE2ETest, AResetXidWithdrawsTheGpuUntilRemediationRestartsTheDriver) {
   XidRemediationStep();
 }
 
+TEST_F(NodeE2ETest, MigProfilesResourcesAndInstanceMemoryAreRightFromInsideThePods) {
+  if (!S().upgraded) GTEST_SKIP() << "needs the driver upgrade step (a new driver pod template)";
+  MigLayoutFromInsideThePodsStep();
+}
+
 TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {
   if (!S().installed) GTEST_SKIP() << "needs HelmInstallsTheOperator";
   (void)Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", kProbePod));
@@ -592,6 +597,8 @@ TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {
   std::error_code ec;
   EXPECT_FALSE(fs::exists(Cluster().node().var_lib_gpuop / "bin" / "gpuop-cdi-hook", ec))
       << "the CDI hook was left on the node";
+  EXPECT_FALSE(fs::exists(Cluster().node().var_lib_gpuop / "bin" / "gpuop-container-runtime", ec))
+      << "the runc wrapper of the RuntimeClass gpuop was left on the node";
 }
 
 }  // namespace
