@@ -274,7 +274,7 @@ void MigLayoutFromInsideThePodsStep() {
   for (const std::string& line :
        Series(*metrics, "DCGM_FI_DEV_FB_FREE", "GPU_I_PROFILE=\"1g.5gb\"")) {
     const std::string labels = line.substr(line.find('{'), line.rfind('}') - line.find('{') + 1);
-    const std::vector<std::string> used = Series(*metrics, "DCGM_FI_DEV_FB_USED{", labels);
+    const std::vector<std::string> used = Series(*metrics, "DCGM_FI_DEV_FB_USED", labels);
     double free_mib = 0, used_mib = 0;
     ASSERT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &free_mib)) << line;
     ASSERT_EQ(used.size(), 1u) << labels;
