@@ -6,34 +6,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/cdi/name_rules.h"
 
 namespace gpuop::agent::cdi {
 namespace {
 
-constexpr size_t kMaxVendorLength = 253;
-constexpr size_t kMaxClassLength = 63;
-
-bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlphaNumeric(char c) { return IsLetter(c) || IsDigit(c); }
+using name_rules::kMaxClassLength;
+using name_rules::kMaxVendorLength;
 
 // The vendor and class rules, which differ only in what they are called and their length.
 absl::Status ValidateQualifierPart(absl::string_view what, absl::string_view name,
                                    size_t max_length) {
   if (name.empty()) return absl::InvalidArgumentError(absl::StrCat("CDI ", what, " is empty"));
-  auto fail = [&](absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat("CDI ", what, " \"", name, "\" ", rule));
-  };
-  if (!IsLetter(name.front())) return fail("must start with a letter");
-  if (!IsAlphaNumeric(name.back())) return fail("must end with a letter or digit");
-  for (char c : name.substr(1)) {
-    if (!IsAlphaNumeric(c) && c != '_' && c != '-' && c != '.') {
-      return fail(absl::StrCat("contains '", std::string(1, c),
-                               "'; only letters, digits, '_', '-' and '.' are allowed"));
-    }
-  }
-  if (name.size() > max_length) {
-    return fail(absl::StrCat("is ", name.size(), " characters long; the limit is ", max_length));
+  if (const std::string problem =
+          name_rules::QualifierProblem(std::string_view(name.data(), name.size()), max_length);
+      !problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("CDI ", what, " \"", name, "\" ", problem));
   }
   return absl::OkStatus();
 }
@@ -129,16 +117,10 @@ absl::Status ValidateKind(absl::string_view kind) {
 
 absl::Status ValidateDeviceName(absl::string_view name) {
   if (name.empty()) return absl::InvalidArgumentError("CDI device name is empty");
-  auto fail = [&](absl::string_view rule) {
-    return absl::InvalidArgumentError(absl::StrCat("CDI device name \"", name, "\" ", rule));
-  };
-  if (!IsAlphaNumeric(name.front())) return fail("must start with a letter or digit");
-  if (!IsAlphaNumeric(name.back())) return fail("must end with a letter or digit");
-  for (char c : name) {
-    if (!IsAlphaNumeric(c) && c != '_' && c != '-' && c != '.' && c != ':') {
-      return fail(absl::StrCat("contains '", std::string(1, c),
-                               "'; only letters, digits, '_', '-', '.' and ':' are allowed"));
-    }
+  if (const std::string problem =
+          name_rules::DeviceNameProblem(std::string_view(name.data(), name.size()));
+      !problem.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("CDI device name \"", name, "\" ", problem));
   }
   return absl::OkStatus();
 }

@@ -2,15 +2,13 @@
 
 #include <algorithm>
 
+#include "agent/cdi/name_rules.h"
+
 namespace gpuop::agent::cdi::inject {
 namespace {
 
-constexpr size_t kMaxVendorLength = 253;
-constexpr size_t kMaxClassLength = 63;
-
-bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlphaNumeric(char c) { return IsLetter(c) || IsDigit(c); }
+using name_rules::kMaxClassLength;
+using name_rules::kMaxVendorLength;
 
 Status Fail(std::string_view what, std::string_view text, std::string_view rule) {
   return Status::Error("CDI " + std::string(what) + " \"" + std::string(text) + "\" " +
@@ -20,19 +18,9 @@ Status Fail(std::string_view what, std::string_view text, std::string_view rule)
 // The vendor and class rules, which differ only in their name and length limit.
 Status ValidateQualifierPart(std::string_view what, std::string_view text, size_t max_length) {
   if (text.empty()) return Status::Error("CDI " + std::string(what) + " is empty");
-  if (!IsLetter(text.front())) return Fail(what, text, "must start with a letter");
-  if (!IsAlphaNumeric(text.back())) return Fail(what, text, "must end with a letter or digit");
-  for (char c : text) {
-    if (!IsAlphaNumeric(c) && c != '_' && c != '-' && c != '.') {
-      return Fail(what, text,
-                  "contains '" + std::string(1, c) +
-                      "'; only letters, digits, '_', '-' and '.' are allowed");
-    }
-  }
-  if (text.size() > max_length) {
-    return Fail(what, text,
-                "is " + std::to_string(text.size()) + " characters long; the limit is " +
-                    std::to_string(max_length));
+  if (const std::string problem = name_rules::QualifierProblem(text, max_length);
+      !problem.empty()) {
+    return Fail(what, text, problem);
   }
   return Status::Ok();
 }
@@ -56,18 +44,8 @@ Status ValidateClass(std::string_view device_class) {
 
 Status ValidateDeviceName(std::string_view name) {
   if (name.empty()) return Status::Error("CDI device name is empty");
-  if (!IsAlphaNumeric(name.front())) {
-    return Fail("device name", name, "must start with a letter or digit");
-  }
-  if (!IsAlphaNumeric(name.back())) {
-    return Fail("device name", name, "must end with a letter or digit");
-  }
-  for (char c : name) {
-    if (!IsAlphaNumeric(c) && c != '_' && c != '-' && c != '.' && c != ':') {
-      return Fail("device name", name,
-                  "contains '" + std::string(1, c) +
-                      "'; only letters, digits, '_', '-', '.' and ':' are allowed");
-    }
+  if (const std::string problem = name_rules::DeviceNameProblem(name); !problem.empty()) {
+    return Fail("device name", name, problem);
   }
   return Status::Ok();
 }
