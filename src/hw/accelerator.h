@@ -64,7 +64,8 @@ class Accelerator {
     (void)gpu_indexes;
     return absl::UnimplementedError("this accelerator cannot reset GPUs");
   }
-  // Creates a GPU instance of `profile` ("3g.40gb") and one compute instance filling it;
+  // Creates a GPU instance of `profile` ("3g.40gb") and one compute instance filling it, or, for
+  // "<c>c.<profile>" ("1c.3g.40gb", hw/mig_profile.h), one compute instance of c slices in it;
   // returns the new MIG device.
   [[nodiscard]] virtual absl::StatusOr<MigDevice> CreateMigDevice(int gpu_index,
                                                                   const std::string& profile) = 0;

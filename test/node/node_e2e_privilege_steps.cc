@@ -202,12 +202,15 @@ std::vector<std::string> Series(const std::string& text, const std::string& metr
 }
 
 // What the a100-8x-mig scenario's layout gives (its header): GPU 0 seven 1g.5gb, GPU 1 two
-// 3g.20gb, GPU 2 a 2g.10gb and a 1g.5gb (and a 4g.20gb split into two compute instances), GPU 3
-// MIG without instances, GPUs 4-7 whole.
-const std::map<std::string, std::string> kMixedResources = {{"nvidia.com/gpu", "4"},
-                                                            {"nvidia.com/mig-1g.5gb", "8"},
-                                                            {"nvidia.com/mig-2g.10gb", "1"},
-                                                            {"nvidia.com/mig-3g.20gb", "2"}};
+// 3g.20gb, GPU 2 a 4g.20gb split into two 2-slice compute instances (named 2c.4g.20gb, as
+// NVIDIA's device plugin names them), a 2g.10gb and a 1g.5gb, GPU 3 MIG without instances, GPUs
+// 4-7 whole.
+const std::map<std::string, std::string> kMixedResources = {
+    {"nvidia.com/gpu", "4"},
+    {"nvidia.com/mig-1g.5gb", "8"},
+    {"nvidia.com/mig-2g.10gb", "1"},
+    {"nvidia.com/mig-3g.20gb", "2"},
+    {"nvidia.com/mig-2c.4g.20gb", "2"}};
 
 }  // namespace
 
@@ -248,7 +251,8 @@ void MigLayoutFromInsideThePodsStep() {
         const std::map<std::string, std::string> want = {{"nvidia.com/mig.strategy", "mixed"},
                                                          {"nvidia.com/mig-1g.5gb.count", "8"},
                                                          {"nvidia.com/mig-3g.20gb.count", "2"},
-                                                         {"nvidia.com/mig-2g.10gb.count", "1"}};
+                                                         {"nvidia.com/mig-2g.10gb.count", "1"},
+            {"nvidia.com/mig-2c.4g.20gb.count", "2"}};
         std::vector<std::string> wrong;
         for (const auto& [key, value] : want) {
           if (LabelOf(*node, key) != value) {

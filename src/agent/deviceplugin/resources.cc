@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/cdi/kinds.h"
 #include "common/status_macros.h"
+#include "hw/mig_profile.h"
 
 namespace gpuop::agent {
 namespace {
@@ -129,7 +130,7 @@ class Planner {
           return;
         }
         for (size_t m = 0; m < gpu.mig_devices.size(); ++m) {
-          const std::string& profile = gpu.mig_devices[m].profile;
+          const std::string profile = hw::MigDeviceProfile(gpu.mig_devices[m]);
           const std::optional<std::string> name =
               NameFor(config_.mig_resources, profile, MigResourceName(profile));
           if (!name.has_value()) {
@@ -330,7 +331,7 @@ MigSingleLayout ClassifyMigSingle(const std::vector<hw::Gpu>& gpus) {
   }
   std::set<std::string> profiles;
   for (const hw::Gpu* gpu : enabled) {
-    for (const hw::MigDevice& mig : gpu->mig_devices) profiles.insert(mig.profile);
+    for (const hw::MigDevice& mig : gpu->mig_devices) profiles.insert(hw::MigDeviceProfile(mig));
   }
   if (profiles.size() > 1) {
     out.reason =

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "agent/deviceplugin/resources.h"
+#include "hw/mig_profile.h"
 #include "hw/nvml/nvml_accelerator.h"
 
 namespace gpuop::agent::internal {
@@ -146,7 +147,7 @@ void MigSingleLabels(const LabelInputs& in, NodeLabels& labels) {
   for (const hw::Gpu& g : in.nvidia->gpus) count += static_cast<int>(g.mig_devices.size());
   const hw::MigDevice& first = layout.first_mig_gpu->mig_devices.front();
   ResourceLabels gpu(labels, kGpuResource, SharingOf(in.plugin_config, kGpuResource));
-  gpu.Base(count, {layout.first_mig_gpu->product, "MIG", ProfileName(first.profile)});
+  gpu.Base(count, {layout.first_mig_gpu->product, "MIG", ProfileName(hw::MigDeviceProfile(first))});
   gpu.MigAttributes(first);
 }
 
@@ -162,7 +163,7 @@ void MigMixedLabels(const LabelInputs& in, NodeLabels& labels) {
   for (const hw::Gpu& g : in.nvidia->gpus) {
     for (const hw::MigDevice& m : g.mig_devices) {
       if (m.profile.empty()) continue;
-      Profile& p = profiles[ProfileName(m.profile)];
+      Profile& p = profiles[ProfileName(hw::MigDeviceProfile(m))];
       if (p.count++ == 0) {
         p.parent = &g;
         p.first = &m;
@@ -170,7 +171,7 @@ void MigMixedLabels(const LabelInputs& in, NodeLabels& labels) {
     }
   }
   for (const auto& [name, p] : profiles) {
-    const std::string resource = MigResourceName(p.first->profile);
+    const std::string resource = MigResourceName(hw::MigDeviceProfile(*p.first));
     ResourceLabels mig(labels, resource, SharingOf(in.plugin_config, resource));
     mig.Base(p.count, {p.parent->product, "MIG", name});
     mig.MigAttributes(*p.first);

@@ -76,9 +76,8 @@ NodeLabels A100Mixed() {
   AddMixedProfile(labels, "1g.5gb", "8", {"4864", "14", "1", "1", "1", "0", "0", "0", "0"});
   AddMixedProfile(labels, "2g.10gb", "1", {"9856", "28", "2", "2", "2", "1", "0", "0", "0"});
   AddMixedProfile(labels, "3g.20gb", "2", {"19968", "42", "3", "3", "3", "2", "0", "0", "0"});
-  // GFD names a compute instance smaller than its GPU instance "2c.4g.20gb"; gpuop names it
-  // after the GPU instance, as its device plugin advertises it (docs/compatibility.md).
-  AddMixedProfile(labels, "4g.20gb", "2", {"19968", "28", "4", "2", "4", "2", "0", "0", "0"});
+  // A compute instance smaller than its GPU instance is "<c>c.<profile>", as GFD names it.
+  AddMixedProfile(labels, "2c.4g.20gb", "2", {"19968", "28", "4", "2", "4", "2", "0", "0", "0"});
   return labels;
 }
 

@@ -6,23 +6,42 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "hw/mig_profile.h"
 
 namespace gpuop::agent::mig {
 namespace {
 
+// The GPU-instance profile a MIG device profile ("3g.20gb", or "1c.3g.20gb" for a smaller
+// compute instance) lives in; nullptr when the GPU does not offer it.
 const hw::MigProfile* FindProfile(const hw::Gpu& gpu, const std::string& name) {
+  const std::string gpu_instance = hw::ParseMigProfileName(name).gpu_instance;
   for (const hw::MigProfile& p : gpu.mig_profiles) {
-    if (p.name == name) return &p;
+    if (p.name == gpu_instance) return &p;
   }
   return nullptr;
 }
 
-// GPU instance id -> (profile, compute instances).
+// `counts` with "<c>c.<profile>" written "<profile>" where c slices fill the GPU instance, as
+// NVIDIA names such a MIG device (mig-parted normalises the same way).
+std::map<std::string, int> Normalized(const hw::Gpu& gpu,
+                                      const std::map<std::string, int>& counts) {
+  std::map<std::string, int> out;
+  for (const auto& [name, count] : counts) {
+    const hw::MigProfileName parsed = hw::ParseMigProfileName(name);
+    const hw::MigProfile* profile = FindProfile(gpu, name);
+    const bool whole = parsed.compute_slices.has_value() && profile != nullptr &&
+                       *parsed.compute_slices == profile->slice_count;
+    out[whole ? parsed.gpu_instance : name] += count;
+  }
+  return out;
+}
+
+// GPU instance id -> (the profile of its MIG devices, compute instances).
 std::map<unsigned int, std::pair<std::string, int>> GpuInstances(const hw::Gpu& gpu) {
   std::map<unsigned int, std::pair<std::string, int>> instances;
   for (const hw::MigDevice& d : gpu.mig_devices) {
     auto& [profile, computes] = instances[d.gpu_instance_id];
-    profile = d.profile;
+    profile = hw::MigDeviceProfile(d);
     ++computes;
   }
   return instances;
@@ -71,7 +90,7 @@ bool InPlace(const hw::Gpu& gpu, const GpuLayout& desired) {
   for (const auto& [id, instance] : GpuInstances(gpu)) {
     if (instance.second != 1) return false;
   }
-  return CurrentLayout(gpu) == desired;
+  return CurrentLayout(gpu).mig_devices == Normalized(gpu, desired.mig_devices);
 }
 
 absl::Status CheckFits(const hw::Gpu& gpu, const std::map<std::string, int>& counts) {
@@ -92,6 +111,12 @@ absl::Status CheckFits(const hw::Gpu& gpu, const std::map<std::string, int>& cou
       return absl::InvalidArgumentError(
           absl::StrCat(DescribeGpu(gpu), ": MIG profile \"", name, "\" is not offered (offered: ",
                        offered.empty() ? "none" : absl::StrJoin(offered, ", "), ")"));
+    }
+    if (const std::optional<unsigned int> compute = hw::ParseMigProfileName(name).compute_slices;
+        compute.has_value() && *compute > profile->slice_count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(DescribeGpu(gpu), ": MIG profile \"", name, "\": a compute instance of ",
+                       *compute, " slices does not fit a GPU instance of ", profile->slice_count));
     }
     if (static_cast<unsigned int>(count) > profile->instance_count) {
       return absl::InvalidArgumentError(absl::StrCat(DescribeGpu(gpu), ": ", count, "x", name,
@@ -124,8 +149,9 @@ std::vector<std::string> CreationOrder(const hw::Gpu& gpu,
   std::vector<Key> keys;
   for (const auto& [name, count] : counts) {
     const hw::MigProfile* p = FindProfile(gpu, name);
+    const std::string gpu_instance = hw::ParseMigProfileName(name).gpu_instance;
     keys.push_back(
-        {p != nullptr ? p->slice_count : static_cast<unsigned int>(std::atoi(name.c_str())),
+        {p != nullptr ? p->slice_count : static_cast<unsigned int>(std::atoi(gpu_instance.c_str())),
          p != nullptr ? p->memory_bytes : 0, name});
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
@@ -139,8 +165,10 @@ std::vector<std::string> CreationOrder(const hw::Gpu& gpu,
   return order;
 }
 
-absl::StatusOr<GpuPlan> PlanGpu(const hw::Gpu& gpu, const GpuLayout& desired,
+absl::StatusOr<GpuPlan> PlanGpu(const hw::Gpu& gpu, const GpuLayout& layout,
                                 PlanStrategy strategy) {
+  GpuLayout desired = layout;
+  desired.mig_devices = Normalized(gpu, layout.mig_devices);
   GpuPlan plan{.gpu_index = gpu.index, .gpu = DescribeGpu(gpu), .desired = desired};
   if (!desired.mig_enabled) {
     if (!gpu.mig_capable) return plan;

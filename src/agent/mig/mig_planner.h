@@ -59,7 +59,8 @@ std::string DescribeGpu(const hw::Gpu& gpu);
 GpuLayout CurrentLayout(const hw::Gpu& gpu);
 
 // Whether `gpu` already has `desired`: the mode matches with no change pending, and MIG is off,
-// or its GPU instances match the counts exactly, each with one compute instance filling it.
+// or its GPU instances match the counts exactly, each with one compute instance: filling it for
+// a profile "3g.20gb", of c slices for "<c>c.3g.20gb" (hw/mig_profile.h).
 bool InPlace(const hw::Gpu& gpu, const GpuLayout& desired);
 
 // Checks that `counts` fits an empty GPU with the profiles `gpu` offers: every profile offered,
@@ -74,7 +75,10 @@ bool InPlace(const hw::Gpu& gpu, const GpuLayout& desired);
 std::vector<std::string> CreationOrder(const hw::Gpu& gpu,
                                        const std::map<std::string, int>& counts);
 
-// Plans one GPU. InvalidArgument (naming the GPU and profile) when the layout cannot be had:
+// Plans one GPU. Profiles are mig-parted's: "3g.20gb" is a GPU instance with one compute
+// instance filling it, "1c.3g.20gb" one with a compute instance of one slice ("<c>c." naming the
+// whole GPU instance is the same as none). InvalidArgument (naming the GPU and profile) when the
+// layout cannot be had:
 // MIG wanted on a GPU that is not MIG-capable, a profile not offered, or a layout that does not
 // fit. A MIG-capable GPU with MIG off gets a provisional plan (see replan_after_mode_change).
 [[nodiscard]] absl::StatusOr<GpuPlan> PlanGpu(const hw::Gpu& gpu, const GpuLayout& desired,

@@ -263,3 +263,58 @@ TEST(MigPlannerTest, CreationOrderIsLargestFirst) {
 
 }  // namespace
 }  // namespace gpuop::agent::mig
+
+namespace gpuop::agent::mig {
+namespace {
+
+// A GPU instance of `profile` (`gi_slices` slices) holding one compute instance of `ci_slices`.
+hw::MigDevice SplitDevice(unsigned int gi, const std::string& profile, unsigned int gi_slices,
+                          unsigned int ci_slices) {
+  hw::MigDevice device{.uuid = absl::StrCat("MIG-", gi), .profile = profile, .gpu_instance_id = gi};
+  device.has_attributes = true;
+  device.gpu_instance_slices = gi_slices;
+  device.compute_instance_slices = ci_slices;
+  return device;
+}
+
+// mig-parted's compute-instance profiles: "1c.3g.20gb" is a 3g.20gb GPU instance holding one
+// compute instance of one slice; it fits, orders and matches by its GPU instance.
+TEST(MigPlannerTest, ComputeInstanceProfilesPlanAsMigPartedDoes) {
+  const hw::Gpu empty = MigGpu(3, {});
+  absl::StatusOr<GpuPlan> plan = PlanGpu(
+      empty,
+      {.mig_enabled = true, .mig_devices = {{"1g.5gb", 1}, {"2g.10gb", 1}, {"1c.3g.20gb", 1}}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->create, (std::vector<std::string>{"1c.3g.20gb", "2g.10gb", "1g.5gb"}));
+
+  // Three slices of a three-slice GPU instance is the plain profile, as NVIDIA names it.
+  plan = PlanGpu(empty, {.mig_enabled = true, .mig_devices = {{"3c.3g.20gb", 1}}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->create, (std::vector<std::string>{"3g.20gb"}));
+
+  plan = PlanGpu(empty, {.mig_enabled = true, .mig_devices = {{"4c.3g.20gb", 1}}});
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(),
+              HasSubstr("\"4c.3g.20gb\": a compute instance of 4 slices does not fit a GPU "
+                        "instance of 3"));
+  plan = PlanGpu(empty, {.mig_enabled = true, .mig_devices = {{"1c.9g.90gb", 1}}});
+  EXPECT_THAT(plan.status().message(), HasSubstr("\"1c.9g.90gb\" is not offered"));
+  plan = PlanGpu(empty, {.mig_enabled = true, .mig_devices = {{"1c.3g.20gb", 3}}});
+  EXPECT_THAT(plan.status().message(), HasSubstr("at most 2 fit"));
+
+  // Kept where it is, replaced where its compute instance is the wrong size.
+  hw::Gpu gpu = MigGpu(3, {});
+  gpu.mig_devices = {SplitDevice(1, "3g.20gb", 3, 1), SplitDevice(2, "3g.20gb", 3, 3)};
+  const GpuLayout wanted{.mig_enabled = true, .mig_devices = {{"1c.3g.20gb", 2}}};
+  EXPECT_FALSE(InPlace(gpu, wanted));
+  plan = PlanGpu(gpu, wanted);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->destroy, (std::vector<unsigned int>{2}));
+  EXPECT_EQ(plan->create, (std::vector<std::string>{"1c.3g.20gb"}));
+  gpu.mig_devices[1] = SplitDevice(2, "3g.20gb", 3, 1);
+  EXPECT_TRUE(InPlace(gpu, wanted));
+  EXPECT_EQ(CurrentLayout(gpu).mig_devices, (std::map<std::string, int>{{"1c.3g.20gb", 2}}));
+}
+
+}  // namespace
+}  // namespace gpuop::agent::mig

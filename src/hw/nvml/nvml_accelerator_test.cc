@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "hw/mig_profile.h"
 #include "test/fakes/sysfs/presets.h"
 
 namespace gpuop::hw {
@@ -543,6 +544,20 @@ TEST_F(NvmlAcceleratorTest, A100MigLayoutIsDiscoveredAndReconfigurable) {
   EXPECT_THAT(std::string(unknown.status().message()), HasSubstr("offered: "));
   ASSERT_TRUE(nvml_->DestroyMigDevice(3, created->gpu_instance_id).ok());
   EXPECT_TRUE(Discover().gpus[3].mig_devices.empty());
+
+  // mig-parted's compute-instance profile: a 3g.20gb GPU instance holding one 1-slice compute
+  // instance, named as NVIDIA names it.
+  auto split_created = nvml_->CreateMigDevice(3, "1c.3g.20gb");
+  ASSERT_TRUE(split_created.ok()) << split_created.status();
+  EXPECT_EQ(split_created->profile, "3g.20gb");
+  EXPECT_EQ(split_created->compute_instance_slices, 1u);
+  EXPECT_EQ(MigDeviceProfile(*split_created), "1c.3g.20gb");
+  EXPECT_EQ(MigDeviceProfile(Discover().gpus[3].mig_devices.at(0)), "1c.3g.20gb");
+  ASSERT_TRUE(nvml_->DestroyMigDevice(3, split_created->gpu_instance_id).ok());
+  // A compute profile of that size does not exist in a 3-slice GPU instance.
+  EXPECT_EQ(nvml_->CreateMigDevice(3, "5c.3g.20gb").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Discover().gpus[3].mig_devices.empty()) << "no empty GPU instance is left";
 
   // A full GPU refuses more: two 4g.20gb do not fit.
   ASSERT_TRUE(nvml_->CreateMigDevice(3, "4g.20gb").ok());

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "hw/mig_profile.h"
 #include "hw/nvml/nvml_accelerator.h"
 
 namespace gpuop::hw {
@@ -145,7 +146,9 @@ absl::StatusOr<MigDevice> NvmlAccelerator::CreateMigDevice(int gpu_index,
                                                            const std::string& profile) {
   const NvmlFunctions& f = lib_->fn();
   GPUOP_ASSIGN_OR_RETURN(nvmlDevice_t device, Handle(gpu_index));
-  GPUOP_ASSIGN_OR_RETURN(unsigned int profile_id, ProfileIdByName(device, gpu_index, profile));
+  const MigProfileName name = ParseMigProfileName(profile);
+  GPUOP_ASSIGN_OR_RETURN(unsigned int profile_id,
+                         ProfileIdByName(device, gpu_index, name.gpu_instance));
   nvmlGpuInstance_t gi = nullptr;
   GPUOP_RETURN_IF_ERROR(Call(f.nvmlDeviceCreateGpuInstance, "nvmlDeviceCreateGpuInstance",
                              gpu_index, device, profile_id, &gi));
@@ -153,8 +156,8 @@ absl::StatusOr<MigDevice> NvmlAccelerator::CreateMigDevice(int gpu_index,
   GPUOP_RETURN_IF_ERROR(
       Call(f.nvmlGpuInstanceGetInfo, "nvmlGpuInstanceGetInfo", gpu_index, gi, &gi_info));
 
-  // One compute instance spanning the whole GPU instance: the largest compute profile that
-  // fits.
+  // One compute instance: of the slices the profile names ("1c.3g.20gb"), else spanning the
+  // whole GPU instance (the largest compute profile that fits).
   std::optional<unsigned int> ci_profile;
   unsigned int best_slices = 0;
   for (unsigned int index = 0; index < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++index) {
@@ -166,7 +169,9 @@ absl::StatusOr<MigDevice> NvmlAccelerator::CreateMigDevice(int gpu_index,
         gi, index, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info);
     if (rc == NVML_ERROR_INVALID_ARGUMENT) break;
     if (rc != NVML_SUCCESS || info.instanceCount == 0) continue;
-    if (info.sliceCount > best_slices) {
+    if (name.compute_slices.has_value()) {
+      if (info.sliceCount == *name.compute_slices) ci_profile = info.id;
+    } else if (info.sliceCount > best_slices) {
       best_slices = info.sliceCount;
       ci_profile = info.id;
     }
