@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -205,12 +206,11 @@ std::vector<std::string> Series(const std::string& text, const std::string& metr
 // 3g.20gb, GPU 2 a 4g.20gb split into two 2-slice compute instances (named 2c.4g.20gb, as
 // NVIDIA's device plugin names them), a 2g.10gb and a 1g.5gb, GPU 3 MIG without instances, GPUs
 // 4-7 whole.
-const std::map<std::string, std::string> kMixedResources = {
-    {"nvidia.com/gpu", "4"},
-    {"nvidia.com/mig-1g.5gb", "8"},
-    {"nvidia.com/mig-2g.10gb", "1"},
-    {"nvidia.com/mig-3g.20gb", "2"},
-    {"nvidia.com/mig-2c.4g.20gb", "2"}};
+const std::map<std::string, std::string> kMixedResources = {{"nvidia.com/gpu", "4"},
+                                                            {"nvidia.com/mig-1g.5gb", "8"},
+                                                            {"nvidia.com/mig-2g.10gb", "1"},
+                                                            {"nvidia.com/mig-3g.20gb", "2"},
+                                                            {"nvidia.com/mig-2c.4g.20gb", "2"}};
 
 }  // namespace
 
@@ -252,7 +252,7 @@ void MigLayoutFromInsideThePodsStep() {
                                                          {"nvidia.com/mig-1g.5gb.count", "8"},
                                                          {"nvidia.com/mig-3g.20gb.count", "2"},
                                                          {"nvidia.com/mig-2g.10gb.count", "1"},
-            {"nvidia.com/mig-2c.4g.20gb.count", "2"}};
+                                                         {"nvidia.com/mig-2c.4g.20gb.count", "2"}};
         std::vector<std::string> wrong;
         for (const auto& [key, value] : want) {
           if (LabelOf(*node, key) != value) {
@@ -262,6 +262,31 @@ void MigLayoutFromInsideThePodsStep() {
         return absl::StrJoin(wrong, "; ");
       });
   EXPECT_TRUE(labelled.ok()) << labelled;
+
+  // A user's pod asking for one MIG device gets it through the real containerd: its parent GPU's
+  // node and the instance's access capabilities (the CDI spec resolves their minors from the
+  // driver's /proc/driver files), and nothing else.
+  json mig_pod = ProbePod("mig-probe");
+  mig_pod["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/mig-1g.5gb", 1}}}};
+  ASSERT_TRUE(
+      Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), mig_pod).ok());
+  absl::StatusOr<std::set<std::string>> mig_devices = DevicesOfRunningProbe("mig-probe");
+  EXPECT_TRUE(mig_devices.ok()) << mig_devices.status();
+  if (mig_devices.ok()) {
+    int gpus = 0, caps = 0;
+    for (const std::string& node : *mig_devices) {
+      if (absl::StartsWith(node, "/dev/nvidia-caps/")) ++caps;
+      if (node.size() > 11 && absl::StartsWith(node, "/dev/nvidia") &&
+          absl::ascii_isdigit(static_cast<unsigned char>(node.back())) &&
+          !absl::StartsWith(node, "/dev/nvidia-")) {
+        ++gpus;
+      }
+    }
+    EXPECT_EQ(gpus, 1) << absl::StrJoin(*mig_devices, ", ");
+    EXPECT_EQ(caps, 2) << "the GPU and compute instance's access capabilities: "
+                       << absl::StrJoin(*mig_devices, ", ");
+  }
+  (void)Api()->Delete(PodPath("mig-probe"));
 
   // The exporter: one series per GPU instance, with the instance's own memory.
   absl::StatusOr<std::string> metrics;

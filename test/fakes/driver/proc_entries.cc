@@ -8,15 +8,12 @@
 #include <unistd.h>
 
 #include "absl/strings/str_cat.h"
+#include "test/fakes/nvml/mig_cap_minors.h"
 
 namespace gpuop::fakedriver {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr unsigned int kGpuInstances = 15;
-constexpr unsigned int kComputeInstances = 8;
-constexpr unsigned int kPerGpu = kGpuInstances * (1 + kComputeInstances);
 
 constexpr const char* kMinorsFile = "nvidia-caps/mig-minors";
 constexpr const char* kConfigFile = "nvidia/capabilities/mig/config";
@@ -49,19 +46,15 @@ absl::Status WriteAtomically(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
-unsigned int MigCapabilityMinor(unsigned int gpu_minor, unsigned int gi, int ci) {
-  const unsigned int access = 3 + gpu_minor * kPerGpu + gi * (1 + kComputeInstances);
-  return ci < 0 ? access : access + 1 + static_cast<unsigned int>(ci);
-}
-
 std::string MigMinors(const std::vector<unsigned int>& gpu_minors) {
   std::string out = "config 1\nmonitor 2\n";
   for (const unsigned int gpu : gpu_minors) {
-    for (unsigned int gi = 0; gi < kGpuInstances; ++gi) {
-      absl::StrAppend(&out, "gpu", gpu, "/gi", gi, "/access ", MigCapabilityMinor(gpu, gi), "\n");
-      for (unsigned int ci = 0; ci < kComputeInstances; ++ci) {
+    for (unsigned int gi = 0; gi < fakenvml::kMigGpuInstancesPerGpu; ++gi) {
+      absl::StrAppend(&out, "gpu", gpu, "/gi", gi, "/access ",
+                      fakenvml::MigCapabilityMinor(gpu, gi), "\n");
+      for (unsigned int ci = 0; ci < fakenvml::kMigComputeInstancesPerGi; ++ci) {
         absl::StrAppend(&out, "gpu", gpu, "/gi", gi, "/ci", ci, "/access ",
-                        MigCapabilityMinor(gpu, gi, static_cast<int>(ci)), "\n");
+                        fakenvml::MigCapabilityMinor(gpu, gi, static_cast<int>(ci)), "\n");
       }
     }
   }

@@ -17,10 +17,9 @@
 //   nvidia/capabilities/mig/config               DeviceFileMinor: 1, DeviceFileMode: 256
 //   nvidia/capabilities/mig/monitor              DeviceFileMinor: 2, DeviceFileMode: 292
 //
-// (the layout of the real files; the driver numbers 15 GPU instances of 8 compute instances per
-// GPU after the two global capabilities). The per-instance access files the real driver adds
-// while an instance exists are not written: consumers fall back to mig-minors, as NVIDIA's
-// toolkit does.
+// (the layout of the real files: ../nvml/mig_cap_minors.h). The per-instance access files the real
+// driver adds while an instance exists are not written: consumers fall back to mig-minors, as
+// NVIDIA's toolkit does.
 
 #include <string>
 #include <vector>
@@ -28,9 +27,6 @@
 #include "absl/status/status.h"
 
 namespace gpuop::fakedriver {
-
-// The minor of gpu<gpu_minor>/gi<gi>/access (ci < 0) or .../ci<ci>/access.
-unsigned int MigCapabilityMinor(unsigned int gpu_minor, unsigned int gi, int ci = -1);
 
 // The content of mig-minors for GPUs with these minor numbers.
 std::string MigMinors(const std::vector<unsigned int>& gpu_minors);

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "test/fakes/nvml/mig_cap_minors.h"
+
 namespace gpuop::fakedriver {
 namespace {
 
@@ -23,11 +25,11 @@ std::string Read(const fs::path& path) {
 // The numbers of the real mig-minors file: config and monitor first, then per GPU minor 15 GPU
 // instances of 8 compute instances each.
 TEST(ProcEntriesTest, MinorsFollowTheDriversNumbering) {
-  EXPECT_EQ(MigCapabilityMinor(0, 0), 3u);
-  EXPECT_EQ(MigCapabilityMinor(0, 0, 0), 4u);
-  EXPECT_EQ(MigCapabilityMinor(0, 1), 12u);
-  EXPECT_EQ(MigCapabilityMinor(0, 1, 0), 13u);
-  EXPECT_EQ(MigCapabilityMinor(1, 0), 138u);
+  EXPECT_EQ(fakenvml::MigCapabilityMinor(0, 0), 3u);
+  EXPECT_EQ(fakenvml::MigCapabilityMinor(0, 0, 0), 4u);
+  EXPECT_EQ(fakenvml::MigCapabilityMinor(0, 1), 12u);
+  EXPECT_EQ(fakenvml::MigCapabilityMinor(0, 1, 0), 13u);
+  EXPECT_EQ(fakenvml::MigCapabilityMinor(1, 0), 138u);
   const std::string minors = MigMinors({0, 1});
   EXPECT_EQ(minors.rfind("config 1\nmonitor 2\ngpu0/gi0/access 3\ngpu0/gi0/ci0/access 4\n", 0), 0u);
   EXPECT_THAT(minors, HasSubstr("gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n"));

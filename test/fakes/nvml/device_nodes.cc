@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "test/fakes/nvml/mig_cap_minors.h"
 
 namespace gpuop::fakenvml {
 namespace {
@@ -110,6 +111,28 @@ absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
   nodes.mig_config = Readable(prefix + "nvidia-caps/nvidia-cap1", need_device);
   nodes.mig_monitor = Readable(prefix + "nvidia-caps/nvidia-cap2", need_device);
   return nodes;
+}
+
+void CreateInstanceCapNodes(const std::string& dir, const std::vector<InstanceCaps>& instances) {
+  if (geteuid() != 0 || instances.empty()) return;
+  const std::string caps = Prefix(dir) + "nvidia-caps/";
+  struct stat monitor {};
+  if (stat((caps + "nvidia-cap2").c_str(), &monitor) != 0 || !S_ISCHR(monitor.st_mode)) return;
+  auto create = [&](unsigned int minor) {
+    const std::string node = absl::StrCat(caps, "nvidia-cap", minor);
+    struct stat existing {};
+    if (lstat(node.c_str(), &existing) == 0) return true;
+    if (mknod(node.c_str(), S_IFCHR | 0444, monitor.st_rdev) != 0) return false;
+    chmod(node.c_str(), 0444);
+    return true;
+  };
+  for (const InstanceCaps& i : instances) {
+    if (!create(MigCapabilityMinor(i.gpu_minor, i.gpu_instance)) ||
+        !create(MigCapabilityMinor(i.gpu_minor, i.gpu_instance,
+                                   static_cast<int>(i.compute_instance)))) {
+      return;  // not permitted here: the next ones would fail alike
+    }
+  }
 }
 
 void CloseDeviceNodes(std::vector<int>& fds) {

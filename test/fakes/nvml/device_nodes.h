@@ -47,6 +47,24 @@ absl::StatusOr<OpenedNodes> OpenDeviceNodes(const std::string& dir,
 // Closes and clears `fds`.
 void CloseDeviceNodes(std::vector<int>& fds);
 
+// A MIG compute instance, for its capability nodes: its GPU's minor number, its GPU and compute
+// instance ids.
+struct InstanceCaps {
+  unsigned int gpu_minor = 0;
+  unsigned int gpu_instance = 0;
+  unsigned int compute_instance = 0;
+};
+
+// What the real user-space driver does for a root process (nvidia-smi, NVML): creates
+// <dir>/nvidia-caps/nvidia-cap<N> for the access capabilities of the instances that exist (their
+// GPU instance's and compute instance's, numbered as mig_cap_minors.h says), mode 0444, with the
+// device number of <dir>/nvidia-caps/nvidia-cap2 (the monitor capability's node, which the
+// simulated module created). Nothing is created without that node, for a process that is not
+// root, or where mknod is not permitted (a container without CAP_MKNOD); existing nodes stay.
+// NVIDIA's MIG manager runs nvidia-smi in the driver's root after a change for exactly this: a
+// container runtime can give a MIG device to a container only once its capability nodes exist.
+void CreateInstanceCapNodes(const std::string& dir, const std::vector<InstanceCaps>& instances);
+
 }  // namespace gpuop::fakenvml
 
 #endif  // GPUOP_TEST_FAKES_NVML_DEVICE_NODES_H_

@@ -112,6 +112,7 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
   std::string origin;
   GPUOP_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(&origin));
   Machine::MigAccess mig_access;  // a root process on the host: both
+  device_nodes_dir_ = scenario.device_nodes;
   if (!scenario.device_nodes.empty()) {
     GPUOP_ASSIGN_OR_RETURN(OpenedNodes nodes,
                            OpenDeviceNodes(scenario.device_nodes, scenario.gpus,
@@ -173,7 +174,23 @@ nvmlReturn_t Driver::Init() {
   advanced_ms_ = 0;
   refcount_ = 1;
   SyncLocked();
+  CreateInstanceCapNodesLocked();
   return NVML_SUCCESS;
+}
+
+void Driver::CreateInstanceCapNodesLocked() {
+  if (device_nodes_dir_.empty()) return;
+  std::vector<InstanceCaps> instances;
+  for (unsigned int g = 0; g < machine_->gpu_count(); ++g) {
+    const GpuState& gpu = machine_->gpu(g);
+    if (!gpu.mig_enabled) continue;
+    for (const auto& gi : gpu.gpu_instances) {
+      for (const auto& ci : gi->computes) {
+        instances.push_back({gpu.spec.minor_number, gi->id, ci->id});
+      }
+    }
+  }
+  CreateInstanceCapNodes(device_nodes_dir_, instances);
 }
 
 nvmlReturn_t Driver::Shutdown() {

@@ -91,6 +91,9 @@ class Driver {
   // Applies changes other processes made to the node state file, control-file lines and due
   // timeline entries.
   void SyncLocked();
+  // The capability nodes of the MIG instances that exist (device_nodes.h), at each first init:
+  // what the real user-space driver does for a root process such as nvidia-smi.
+  void CreateInstanceCapNodesLocked();
   // The node state file's changes since it was last seen, if any.
   void PollNodeStateLocked();
   // Makes the machine's GPUs that have an entry in `state` match it.
@@ -119,6 +122,7 @@ class Driver {
   std::string last_failure_;
   // nvidiactl and the visible GPUs' nodes, held from the first init to the last shutdown.
   std::vector<int> device_fds_;
+  std::string device_nodes_dir_;  // the scenario's device_nodes; empty: none
 };
 
 }  // namespace gpuop::fakenvml

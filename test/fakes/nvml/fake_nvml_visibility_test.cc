@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "test/fakes/nvml/fake_nvml_test_util.h"
+#include "test/fakes/nvml/mig_cap_minors.h"
 
 namespace gpuop::fakenvml {
 namespace {
@@ -166,6 +168,38 @@ TEST_F(FakeNvmlMigCapabilities, MonitorShowsInstancesAndConfigChangesThem) {
   Capability("nvidia-cap1");
   ASSERT_EQ(Start(Scenario("a100-8x-mig")), NVML_SUCCESS);
   EXPECT_EQ(CreateOn3(), NVML_SUCCESS);
+}
+
+// A root process (nvidia-smi) gets the capability nodes of the instances that exist created, as
+// the real user-space driver creates them: what a container runtime needs to give a MIG device.
+TEST_F(FakeNvmlMigCapabilities, RootGetsTheCapabilityNodesOfExistingInstancesCreated) {
+  ASSERT_EQ(mkdir((nodes_ + "/nvidia-caps").c_str(), 0755), 0);
+  const std::string monitor = nodes_ + "/nvidia-caps/nvidia-cap2";
+  if (geteuid() != 0 || mknod(monitor.c_str(), S_IFCHR | 0444, makedev(1, 7)) != 0) {
+    GTEST_SKIP() << "cannot mknod here: " << std::strerror(errno);
+  }
+  StartA100();
+  // GPU 0 (minor 0): seven 1g.5gb, GPU instances 7-13 with compute instance 0 each; GPU 1
+  // (minor 1): two 3g.20gb; GPU 3 has none; GPUs 4-7 have MIG off.
+  nvmlDevice_t mig = nullptr;
+  ASSERT_EQ(nvml.nvmlDeviceGetMigDeviceHandleByIndex(Gpu(1), 0, &mig), NVML_SUCCESS);
+  unsigned int gi = 0, ci = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuInstanceId(mig, &gi), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetComputeInstanceId(mig, &ci), NVML_SUCCESS);
+  for (const unsigned int minor : {MigCapabilityMinor(1, gi), MigCapabilityMinor(1, gi, ci)}) {
+    struct stat node {};
+    const std::string path = nodes_ + "/nvidia-caps/nvidia-cap" + std::to_string(minor);
+    ASSERT_EQ(stat(path.c_str(), &node), 0) << path;
+    EXPECT_TRUE(S_ISCHR(node.st_mode)) << path;
+    EXPECT_EQ(node.st_mode & 0777, 0444u) << path;
+  }
+  size_t created = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(nodes_ + "/nvidia-caps")) {
+    created += entry.path().filename() != "nvidia-cap2";
+  }
+  // Two per compute instance of the preset's MIG GPUs: 7 + 2 + (2 sharing a GPU instance + 2)
+  // compute instances, the shared GPU instance's node counted once.
+  EXPECT_EQ(created, 2u * 7 + 2u * 2 + 3u + 2u * 2);
 }
 
 TEST_F(FakeNvmlVisibility, HoldsTheNodesUntilTheLastShutdown) {
