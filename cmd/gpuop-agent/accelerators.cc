@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<kube::Client>> MakeClient(const std::string& kube
   return std::make_unique<kube::Client>(std::shared_ptr<kube::RestClient>(*std::move(rest)));
 }
 
-hw::NvidiaSmiReset HardwareFlags::GpuReset(const std::string& nvml_path) const {
+hw::NvidiaSmi HardwareFlags::NvidiaSmiInDriverRoot(const std::string& nvml_path) const {
   // nvidia-smi runs in the root the NVML library came from; a library the loader found (the
   // soname) is this container's own, and nvidia-smi then too.
   for (const std::string& root : {DriverContainerRoot(), host_root}) {
@@ -139,9 +139,10 @@ std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFla
   auto nvml = hw::NvmlAccelerator::Open(
       {.library_path = library,
        .sysfs_root = flags.sysfs_root,
-       .reset_gpus = [reset = flags.GpuReset(library)](const std::vector<std::string>& ids) {
-         return reset.Reset(ids);
-       }});
+       .reset_gpus = [smi = flags.NvidiaSmiInDriverRoot(library)](
+                         const std::vector<std::string>& ids) { return smi.Reset(ids); },
+       .create_mig_device_nodes =
+           [smi = flags.NvidiaSmiInDriverRoot(library)] { return smi.CreateDeviceNodes(); }});
   if (nvml.ok()) {
     out.push_back(*std::move(nvml));
   } else {

@@ -12,7 +12,7 @@
 #include "agent/health/recovery_evidence.h"
 #include "agent/health/tracker.h"
 #include "hw/accelerator.h"
-#include "hw/nvml/gpu_reset.h"
+#include "hw/nvml/nvidia_smi.h"
 #include "kube/client/client.h"
 
 namespace gpuop::cmd {
@@ -35,8 +35,9 @@ struct HardwareFlags {
   // The library to dlopen for `flag` ("auto" or a path) and `soname`.
   std::string Library(const std::string& flag, const char* soname) const;
   std::string NvmlLibrary() const;
-  // How GPUs are reset (nvidia-smi -r) when NVML was loaded from `nvml_path`.
-  hw::NvidiaSmiReset GpuReset(const std::string& nvml_path) const;
+  // nvidia-smi in the root NVML was loaded from (`nvml_path`): what resets GPUs and creates the
+  // MIG instances' device nodes.
+  hw::NvidiaSmi NvidiaSmiInDriverRoot(const std::string& nvml_path) const;
 };
 
 // The node's accelerators: NVIDIA when NVML loads, AMD when amdgpu has GPUs. Why a vendor is

@@ -64,6 +64,13 @@ class Accelerator {
     (void)gpu_indexes;
     return absl::UnimplementedError("this accelerator cannot reset GPUs");
   }
+  // Has the driver create the device nodes of the MIG instances that exist (NVIDIA: nvidia-smi
+  // in the driver's root creates /dev/nvidia-caps/nvidia-cap<N>), which a container runtime
+  // needs to give a MIG device to a container; the MIG manager calls it after a change.
+  // Unimplemented where the backend has no such step.
+  [[nodiscard]] virtual absl::Status CreateMigDeviceNodes() {
+    return absl::UnimplementedError("this accelerator creates no MIG device nodes");
+  }
   // Creates a GPU instance of `profile` ("3g.40gb") and one compute instance filling it, or, for
   // "<c>c.<profile>" ("1c.3g.40gb", hw/mig_profile.h), one compute instance of c slices in it;
   // returns the new MIG device.

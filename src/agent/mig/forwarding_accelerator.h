@@ -35,6 +35,9 @@ class ForwardingAccelerator : public hw::Accelerator {
                                               unsigned int gpu_instance_id) override {
     return target_.DestroyMigDevice(gpu_index, gpu_instance_id);
   }
+  [[nodiscard]] absl::Status CreateMigDeviceNodes() override {
+    return target_.CreateMigDeviceNodes();
+  }
   [[nodiscard]] absl::Status SetComputeMode(int gpu_index, hw::ComputeMode mode) override {
     return target_.SetComputeMode(gpu_index, mode);
   }

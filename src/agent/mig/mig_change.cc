@@ -292,9 +292,16 @@ absl::Status MigManager::RunChange(Change& change, const LayoutPlan& initial_pla
   status.Update(result.status());
   if (status.ok()) change.summary = result.Summary();
 
-  // Whatever changed, even in a failed apply, must reach the device plugin and CDI.
+  // Whatever changed, even in a failed apply, must reach the device plugin and CDI: first the
+  // new instances' device nodes (without them a container runtime cannot give the MIG devices
+  // to containers, and CDI leaves them out), then the layout file their consumers follow.
   const bool changed = std::any_of(result.gpus.begin(), result.gpus.end(),
                                    [](const GpuOutcome& g) { return g.changed; });
+  if (changed) {
+    change.step = "creating the MIG devices' nodes (nvidia-smi in the driver's root)";
+    const absl::Status nodes = accelerator_.CreateMigDeviceNodes();
+    if (!absl::IsUnimplemented(nodes)) status.Update(nodes);
+  }
   if (changed && !options_.layout_file.empty()) {
     change.step = "writing the layout file";
     absl::StatusOr<LayoutNotice> notice = WriteLayoutFile(options_.layout_file, change.layout);

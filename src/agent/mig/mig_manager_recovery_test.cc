@@ -1,5 +1,6 @@
 // The MIG manager never leaves a node pending or paused: recovery after a restart, failed
 // writes, Stop() in the middle of a change, a hardware call that never returns, the worker.
+#include <filesystem>
 #include <thread>
 
 #include "absl/synchronization/notification.h"
@@ -141,6 +142,60 @@ TEST_F(MigManagerTest, WorkerFollowsTheLabel) {
   ExpectRestored();
   EXPECT_EQ(machine_.Discover().gpus[5].mig_devices.size(), 1u);
   manager.Stop();
+}
+
+// Records when the MIG manager asks the driver for the new instances' device nodes (NVIDIA:
+// nvidia-smi in the driver's root), and answers `result`.
+class NodeCreatingDriver : public ForwardingAccelerator {
+ public:
+  NodeCreatingDriver(hw::Accelerator& target, std::filesystem::path layout_file)
+      : ForwardingAccelerator(target), layout_file_(std::move(layout_file)) {}
+  absl::Status CreateMigDeviceNodes() override {
+    ++calls;
+    layout_file_written_before = std::filesystem::exists(layout_file_);
+    return result;
+  }
+  int calls = 0;
+  bool layout_file_written_before = false;
+  absl::Status result;
+
+ private:
+  const std::filesystem::path layout_file_;
+};
+
+// As NVIDIA's mig-manager runs nvidia-smi after a change: without the new instances' capability
+// nodes a container runtime cannot give their MIG devices to containers. Before the layout file
+// tells CDI and the device plugin; nothing when the layout is already in place.
+TEST_F(MigManagerTest, NewInstancesGetTheirDeviceNodesBeforeTheirConsumersHear) {
+  OperatorRemovesPausedPods();
+  NodeCreatingDriver driver(machine_.nvml(), layout_path());
+  accelerator_ = &driver;
+  node_.SetLabel(kConfigLabel, "gpu5-7g");
+  MigManager& manager = Manager();
+  MigSyncResult result = manager.SyncOnce();
+  ASSERT_EQ(result.outcome, Outcome::kApplied) << result.status;
+  EXPECT_EQ(driver.calls, 1);
+  EXPECT_FALSE(driver.layout_file_written_before);
+  EXPECT_TRUE(std::filesystem::exists(layout_path()));
+  result = manager.SyncOnce();
+  EXPECT_EQ(result.outcome, Outcome::kInPlace) << result.status;
+  EXPECT_EQ(driver.calls, 1) << "nothing changed, nothing to create";
+}
+
+TEST_F(MigManagerTest, DeviceNodesThatCannotBeCreatedFailTheChangeSayingWhy) {
+  OperatorRemovesPausedPods();
+  NodeCreatingDriver driver(machine_.nvml(), layout_path());
+  driver.result =
+      absl::FailedPreconditionError("nvidia-smi: exited with code 9: NVIDIA-SMI has failed");
+  accelerator_ = &driver;
+  node_.SetLabel(kConfigLabel, "gpu5-7g");
+  const MigSyncResult result = Manager().SyncOnce();
+  EXPECT_EQ(result.outcome, Outcome::kFailed);
+  EXPECT_THAT(Reason(), HasSubstr("nvidia-smi: exited with code 9"));
+  ExpectRestored();
+  ExpectState(kStateFailed);
+  // The layout did change: its consumers still hear of it.
+  EXPECT_TRUE(std::filesystem::exists(layout_path()));
 }
 
 }  // namespace

@@ -97,6 +97,13 @@ absl::Status NvmlAccelerator::ResetGpus(const std::vector<int>& gpu_indexes) {
   return lib_->WhileReleased([&] { return reset_gpus_(bus_ids); });
 }
 
+absl::Status NvmlAccelerator::CreateMigDeviceNodes() {
+  if (!create_mig_device_nodes_) {
+    return absl::UnimplementedError("no command that creates MIG device nodes is configured");
+  }
+  return create_mig_device_nodes_();
+}
+
 absl::StatusOr<nvmlDevice_t> NvmlAccelerator::Handle(int gpu_index) const {
   nvmlDevice_t device = nullptr;
   GPUOP_RETURN_IF_ERROR(Call(lib_->fn().nvmlDeviceGetHandleByIndex_v2,

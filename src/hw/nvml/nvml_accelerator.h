@@ -30,6 +30,9 @@ struct NvmlOptions {
   // Resets the GPUs at these PCI bus ids ("0000:18:00.0"), as `nvidia-smi -r -i <ids>` does;
   // called while this process has NVML shut down. Unset: ResetGpus is Unimplemented.
   std::function<absl::Status(const std::vector<std::string>& pci_bus_ids)> reset_gpus;
+  // Has the driver create the MIG instances' device nodes, as plain `nvidia-smi` in the driver's
+  // root does (NvidiaSmi::CreateDeviceNodes). Unset: CreateMigDeviceNodes is Unimplemented.
+  std::function<absl::Status()> create_mig_device_nodes;
 };
 
 // The NVIDIA backend: NVML through dlopen.
@@ -62,6 +65,8 @@ class NvmlAccelerator final : public Accelerator {
   // runs NvmlOptions::reset_gpus for the GPUs' bus ids and initialises NVML again. No other
   // call may run meanwhile: the MIG manager, its only caller, serialises its hardware work.
   [[nodiscard]] absl::Status ResetGpus(const std::vector<int>& gpu_indexes) override;
+  // Runs NvmlOptions::create_mig_device_nodes.
+  [[nodiscard]] absl::Status CreateMigDeviceNodes() override;
 
   // NVML calls made so far (for the benchmark and for tests that count work).
   int64_t calls() const;
@@ -73,7 +78,8 @@ class NvmlAccelerator final : public Accelerator {
       : lib_(std::move(library)),
         clock_(*options.clock),
         sysfs_root_(options.sysfs_root),
-        reset_gpus_(options.reset_gpus) {}
+        reset_gpus_(options.reset_gpus),
+        create_mig_device_nodes_(options.create_mig_device_nodes) {}
 
   // Wraps an NVML call: counts it and turns the code into a Status naming call and GPU.
   template <typename Fn, typename... Args>
@@ -103,6 +109,7 @@ class NvmlAccelerator final : public Accelerator {
   const common::Clock& clock_;
   const std::string sysfs_root_;
   const std::function<absl::Status(const std::vector<std::string>&)> reset_gpus_;
+  const std::function<absl::Status()> create_mig_device_nodes_;
   mutable std::atomic<int64_t> calls_{0};
   absl::Mutex mu_;
   nvmlEventSet_t event_set_ ABSL_GUARDED_BY(mu_) = nullptr;

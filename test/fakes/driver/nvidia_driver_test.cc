@@ -406,7 +406,7 @@ TEST_F(NvidiaDriverTest, NvidiaSmiAnswersLikeTheRealOne) {
 // nvidia-smi -r: each GPU named by index, PCI bus id (either spelling) or UUID is reset through
 // the simulated NVML, unless another process uses it; the reset is the node's (the state file
 // beside the installed library), and a driver reload starts the node's MIG state again.
-TEST_F(NvidiaDriverTest, NvidiaSmiResetsTheGpusNoOtherProcessUses) {
+TEST_F(NvidiaDriverTest, NvidiaSmisTheGpusNoOtherProcessUses) {
   if (!skip_.empty()) GTEST_SKIP() << skip_;
   pid_t init = StartInit(Env("a100-8x-mig"));
   ASSERT_GT(init, 0) << last_.out << last_.err;
@@ -470,7 +470,7 @@ TEST_F(NvidiaDriverTest, NvidiaSmiResetsTheGpusNoOtherProcessUses) {
   EXPECT_EQ(Wait(init).code, 0);
 }
 
-TEST_F(NvidiaDriverTest, NvidiaSmiResetNeedsTheSimulatedNvml) {
+TEST_F(NvidiaDriverTest, NvidiaSmiNeedsTheSimulatedNvml) {
   // A real NVML has every nvml* entry point and no simulated reset: the fake with its reset's
   // name changed in the file stands in for one.
   std::string image = Read(absl::StrCat(GPUOP_FAKE_DRIVER_LIB_DIR, "/libnvidia-ml.so.1"));

@@ -1,4 +1,4 @@
-#include "hw/nvml/gpu_reset.h"
+#include "hw/nvml/nvidia_smi.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -6,12 +6,20 @@
 
 namespace gpuop::hw {
 
-absl::Status NvidiaSmiReset::Reset(const std::vector<std::string>& pci_bus_ids) const {
+absl::Status NvidiaSmi::Reset(const std::vector<std::string>& pci_bus_ids) const {
   if (pci_bus_ids.empty()) return absl::OkStatus();
-  const std::string ids = absl::StrJoin(pci_bus_ids, ",");
-  const std::string command = absl::StrCat(program, " -r -i ", ids);
+  return Run({"-r", "-i", absl::StrJoin(pci_bus_ids, ",")});
+}
+
+absl::Status NvidiaSmi::CreateDeviceNodes() const { return Run({}); }
+
+absl::Status NvidiaSmi::Run(const std::vector<std::string>& args) const {
+  const std::string command =
+      args.empty() ? program : absl::StrCat(program, " ", absl::StrJoin(args, " "));
+  std::vector<std::string> argv = {program};
+  argv.insert(argv.end(), args.begin(), args.end());
   absl::StatusOr<common::CapturedRun> run =
-      common::RunCaptured({.argv = {program, "-r", "-i", ids}, .root = root}, timeout);
+      common::RunCaptured({.argv = argv, .root = root}, timeout);
   if (!run.ok()) {
     if (absl::IsDeadlineExceeded(run.status())) {
       return absl::DeadlineExceededError(

@@ -1,7 +1,8 @@
-// NvidiaSmiReset runs `nvidia-smi -r -i <ids>` and reports what a refusal printed. The program
+// NvidiaSmi runs `nvidia-smi -r -i <ids>` and plain `nvidia-smi`, and reports what a refusal
+// printed. The program
 // here is a shell script standing in for nvidia-smi; the simulated nvidia-smi's own reset is
 // tested with the fake driver (test/fakes/driver).
-#include "hw/nvml/gpu_reset.h"
+#include "hw/nvml/nvidia_smi.h"
 
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class NvidiaSmiResetTest : public ::testing::Test {
+class NvidiaSmiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
@@ -44,14 +45,14 @@ class NvidiaSmiResetTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(NvidiaSmiResetTest, ResetsEveryGpuInOneCall) {
-  const NvidiaSmiReset reset{.program = Program(0, "GPU 00000000:18:00.0 was successfully reset.")};
+TEST_F(NvidiaSmiTest, ResetsEveryGpuInOneCall) {
+  const NvidiaSmi reset{.program = Program(0, "GPU 00000000:18:00.0 was successfully reset.")};
   EXPECT_TRUE(reset.Reset({"0000:18:00.0", "0000:2a:00.0"}).ok());
   EXPECT_EQ(Args(), "-r -i 0000:18:00.0,0000:2a:00.0\n");
 }
 
-TEST_F(NvidiaSmiResetTest, ARefusalSaysWhatNvidiaSmiPrinted) {
-  const NvidiaSmiReset reset{.program = Program(255, "GPU 00000000:18:00.0 is in use")};
+TEST_F(NvidiaSmiTest, ARefusalSaysWhatNvidiaSmiPrinted) {
+  const NvidiaSmi reset{.program = Program(255, "GPU 00000000:18:00.0 is in use")};
   const absl::Status status = reset.Reset({"0000:18:00.0"});
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()),
@@ -59,18 +60,31 @@ TEST_F(NvidiaSmiResetTest, ARefusalSaysWhatNvidiaSmiPrinted) {
                         "00000000:18:00.0 is in use"));
 }
 
-TEST_F(NvidiaSmiResetTest, AMissingProgramIsAnError) {
-  const NvidiaSmiReset reset{.program = (dir_ / "absent").string()};
+// Plain nvidia-smi is what has the driver create the MIG instances' device nodes; a failure
+// says what it printed.
+TEST_F(NvidiaSmiTest, CreatingDeviceNodesRunsPlainNvidiaSmi) {
+  const NvidiaSmi smi{.program = Program(0, "GPU 0: NVIDIA A100-SXM4-40GB")};
+  EXPECT_TRUE(smi.CreateDeviceNodes().ok());
+  EXPECT_EQ(Args(), "\n");
+  const NvidiaSmi failing{.program = Program(9, "NVIDIA-SMI has failed")};
+  const absl::Status status = failing.CreateDeviceNodes();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("nvidia-smi: exited with code 9: NVIDIA-SMI has failed"));
+}
+
+TEST_F(NvidiaSmiTest, AMissingProgramIsAnError) {
+  const NvidiaSmi reset{.program = (dir_ / "absent").string()};
   const absl::Status status = reset.Reset({"0000:18:00.0"});
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(status.message()), HasSubstr("absent -r -i 0000:18:00.0"));
 }
 
-TEST_F(NvidiaSmiResetTest, AHungResetIsStoppedAtTheTimeout) {
+TEST_F(NvidiaSmiTest, AHungResetIsStoppedAtTheTimeout) {
   const std::filesystem::path path = dir_ / "hang";
   std::ofstream(path) << "#!/bin/sh\nsleep 30\n";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  const NvidiaSmiReset reset{.program = path.string(), .timeout = absl::Milliseconds(200)};
+  const NvidiaSmi reset{.program = path.string(), .timeout = absl::Milliseconds(200)};
   EXPECT_EQ(reset.Reset({"0000:18:00.0"}).code(), absl::StatusCode::kDeadlineExceeded);
 }
 
