@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include "agent/cdi/inject/test_files.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 
 namespace gpuop::agent::cdi::inject {
@@ -24,15 +25,10 @@ using ::testing::IsEmpty;
 using ::testing::StartsWith;
 
 void Write(const fs::path& path, const std::string& content, fs::perms mode = fs::perms(0644)) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << content;
-  fs::permissions(path, mode);
+  testing::WriteTestFile(path, content, mode);
 }
 
-std::string Read(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+std::string Read(const fs::path& path) { return testing::ReadTestFile(path); }
 
 std::vector<std::string> Lines(const fs::path& path) {
   std::vector<std::string> out;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "agent/cdi/inject/test_files.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 
 namespace gpuop::agent::cdi::inject {
@@ -19,14 +20,10 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 void Write(const fs::path& path, const std::string& content) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << content;
+  testing::WriteTestFile(path, content);
 }
 
-std::string Read(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+std::string Read(const fs::path& path) { return testing::ReadTestFile(path); }
 
 constexpr char kSpec[] = R"({
   "cdiVersion": "0.6.0", "kind": "management.gpuop.io/gpu",

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "agent/cdi/inject/test_files.h"
 #include "test/fakes/sysfs/fake_sysfs.h"
 
 namespace gpuop::agent::cdi::inject {
@@ -17,8 +18,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 void Write(const fs::path& path, const std::string& content) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << content;
+  testing::WriteTestFile(path, content);
 }
 
 // A spec of `kind` whose devices each set MARKER=<marker>.
