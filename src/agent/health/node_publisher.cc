@@ -124,21 +124,26 @@ absl::Status NodeHealthPublisher::LearnNode() {
   return absl::OkStatus();
 }
 
-absl::Status NodeHealthPublisher::WriteCondition(const kube::Condition& condition,
-                                                 absl::Time transition) {
-  kube::Condition written = condition;
-  written.last_transition_time = transition;
-  // Keep the published transition time when the status is what the Node already shows (the
-  // agent restarted, or this is a heartbeat).
-  auto existing = existing_.find(condition.type);
-  if (existing != existing_.end() && existing->second.status == condition.status &&
-      existing->second.last_transition_time != absl::InfinitePast()) {
-    written.last_transition_time = existing->second.last_transition_time;
+absl::Status NodeHealthPublisher::WriteConditions(
+    const std::vector<std::pair<kube::Condition, absl::Time>>& conditions) {
+  std::vector<kube::Condition> written;
+  for (const auto& [condition, transition] : conditions) {
+    kube::Condition c = condition;
+    c.last_transition_time = transition;
+    // Keep the published transition time when the status is what the Node already shows (the
+    // agent restarted, or this is a heartbeat).
+    auto existing = existing_.find(condition.type);
+    if (existing != existing_.end() && existing->second.status == condition.status &&
+        existing->second.last_transition_time != absl::InfinitePast()) {
+      c.last_transition_time = existing->second.last_transition_time;
+    }
+    written.push_back(std::move(c));
   }
-  absl::Status patched = PatchNodeCondition(client_, options_.node_name, written, clock_.Now());
+  // One patch: a reader sees GPUHealthy and GPURecoveryAction change together.
+  absl::Status patched = PatchNodeConditions(client_, options_.node_name, written, clock_.Now());
   if (metrics_) metrics_->writes.With({"condition", patched.ok() ? "ok" : "error"}).Inc();
   if (!patched.ok()) return patched;
-  existing_[written.type] = std::move(written);
+  for (kube::Condition& c : written) existing_[c.type] = std::move(c);
   return absl::OkStatus();
 }
 
@@ -174,12 +179,10 @@ absl::Status NodeHealthPublisher::Flush() {
     }
   }
   if (!conditions.empty()) {
-    for (const auto& [condition, transition] : conditions) {
-      if (absl::Status s = WriteCondition(condition, transition); !s.ok()) {
-        absl::MutexLock lock(&mu_);
-        condition_dirty_ = true;  // unless a newer one replaced it, which is dirty anyway
-        return s;
-      }
+    if (absl::Status s = WriteConditions(conditions); !s.ok()) {
+      absl::MutexLock lock(&mu_);
+      condition_dirty_ = true;  // unless a newer one replaced it, which is dirty anyway
+      return s;
     }
     absl::MutexLock lock(&mu_);
     ++stats_.condition_writes;

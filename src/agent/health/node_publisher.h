@@ -90,7 +90,9 @@ class NodeHealthPublisher {
   void Loop(std::stop_token stop);
   // Writes what is pending; returns the first failure.
   absl::Status Flush();
-  absl::Status WriteCondition(const kube::Condition& condition, absl::Time transition);
+  // Writes the conditions (each with its transition time) in one patch.
+  absl::Status WriteConditions(
+      const std::vector<std::pair<kube::Condition, absl::Time>>& conditions);
   absl::Status WriteEvent(const PendingEvent& event);
   // Reads the Node once: its UID for Events, and the condition's lastTransitionTime so a restart
   // does not move it.

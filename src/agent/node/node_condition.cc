@@ -9,14 +9,23 @@ namespace gpuop::agent {
 
 absl::Status PatchNodeCondition(kube::Client& client, const std::string& node,
                                 const kube::Condition& condition, absl::Time heartbeat) {
-  const kube::Json entry = {
-      {"type", condition.type},
-      {"status", condition.status},
-      {"reason", condition.reason},
-      {"message", kube::Truncate(condition.message, kube::kMaxNoteBytes)},
-      {"lastHeartbeatTime", kube::FormatTimestamp(heartbeat)},
-      {"lastTransitionTime", kube::FormatTimestamp(condition.last_transition_time)}};
-  const kube::Json patch = {{"status", {{"conditions", kube::Json::array({entry})}}}};
+  return PatchNodeConditions(client, node, {condition}, heartbeat);
+}
+
+absl::Status PatchNodeConditions(kube::Client& client, const std::string& node,
+                                 const std::vector<kube::Condition>& conditions,
+                                 absl::Time heartbeat) {
+  kube::Json entries = kube::Json::array();
+  for (const kube::Condition& condition : conditions) {
+    entries.push_back(
+        {{"type", condition.type},
+         {"status", condition.status},
+         {"reason", condition.reason},
+         {"message", kube::Truncate(condition.message, kube::kMaxNoteBytes)},
+         {"lastHeartbeatTime", kube::FormatTimestamp(heartbeat)},
+         {"lastTransitionTime", kube::FormatTimestamp(condition.last_transition_time)}});
+  }
+  const kube::Json patch = {{"status", {{"conditions", entries}}}};
   return client
       .Patch(kube::resources::kNodes, "", node, kube::PatchType::kStrategicMergePatch, patch,
              {.subresource = "status"})

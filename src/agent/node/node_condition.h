@@ -2,6 +2,7 @@
 #define GPUOP_AGENT_NODE_NODE_CONDITION_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -17,6 +18,11 @@ namespace gpuop::agent {
 [[nodiscard]] absl::Status PatchNodeCondition(kube::Client& client, const std::string& node,
                                               const kube::Condition& condition,
                                               absl::Time heartbeat);
+// The same for several conditions in one patch, so that a reader never sees some of them
+// changed and not the others (GPUHealthy and GPURecoveryAction say one thing together).
+[[nodiscard]] absl::Status PatchNodeConditions(kube::Client& client, const std::string& node,
+                                               const std::vector<kube::Condition>& conditions,
+                                               absl::Time heartbeat);
 
 // The Node's condition of `type` as the API server has it; NotFound when the Node has none.
 [[nodiscard]] absl::StatusOr<kube::Condition> GetNodeCondition(kube::Client& client,
