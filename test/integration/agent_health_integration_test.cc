@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "agent/health/node_publisher.h"
 #include "kube/client/resource.h"
 #include "kube/types/node.h"
@@ -122,6 +123,47 @@ TEST_F(AgentHealthIntegrationTest, PublishesTheConditionAndAnEventPerTransition)
   EXPECT_FALSE(events[0]["regarding"].value("uid", "").empty());
   EXPECT_THAT(events[0].value("note", ""), HasSubstr("GPU 1"));
   EXPECT_EQ(publisher->stats().events_written, 1);
+}
+
+// GPUHealthy and GPURecoveryAction say one thing together: every status patch carries both, so
+// no reader (the operator's remediation) ever sees a GPU healthy again while the Node still
+// asks for its reset, or the other way round.
+TEST_F(AgentHealthIntegrationTest, TheHealthAndTheRecoveryActionChangeInOnePatch) {
+  auto publisher = MakePublisher();
+  const absl::Time t0 = absl::Now();
+  const agent::HealthReport healthy = Report(t0, {Gpu(0), Gpu(1)});
+  const agent::HealthReport sick =
+      Report(t0 + absl::Seconds(1),
+             {Gpu(0), Gpu(1, agent::Unhealthy{.code = "XidError",
+                                              .reason = "XID 48",
+                                              .since = t0,
+                                              .action = agent::XidAction::kResetGpu})});
+  for (const agent::HealthReport* report : {&healthy, &sick, &healthy}) {
+    publisher->Update(*report, {});
+    ASSERT_TRUE(publisher->WaitUntilPublished(kWait));
+    auto node = admin_->Get(resources::kNodes, "", node_);
+    ASSERT_TRUE(node.ok()) << node.status();
+    auto parsed = kube::ParseNode(*node);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    const kube::Condition* health = kube::FindCondition(parsed->conditions, "GPUHealthy");
+    const kube::Condition* action = kube::FindCondition(parsed->conditions, "GPURecoveryAction");
+    ASSERT_NE(health, nullptr);
+    ASSERT_NE(action, nullptr);
+    EXPECT_EQ(health->status == "False", action->status == "True") << health->message;
+    if (action->status == "True") {
+      EXPECT_EQ(action->reason, "ResetGpu");
+    }
+  }
+  int status_patches = 0;
+  for (const std::string& body : partition_->patches()) {
+    if (!absl::StrContains(body, "GPUHealthy") && !absl::StrContains(body, "GPURecoveryAction")) {
+      continue;
+    }
+    ++status_patches;
+    EXPECT_THAT(body, HasSubstr("GPUHealthy"));
+    EXPECT_THAT(body, HasSubstr("GPURecoveryAction"));
+  }
+  EXPECT_EQ(status_patches, 3) << "one patch per change";
 }
 
 TEST_F(AgentHealthIntegrationTest, NothingIsLostWhileTheApiServerIsUnreachable) {

@@ -3,9 +3,12 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "absl/synchronization/mutex.h"
 #include "kube/client/client.h"
 #include "kube/config/rest_config.h"
 #include "kube/transport/curl_http_client.h"
@@ -25,8 +28,18 @@ class PartitionableHttpClient final : public kube::HttpClient {
   void Heal() { cut_ = false; }
   int refused() const { return refused_; }
 
+  // The bodies of the PATCH requests sent so far.
+  std::vector<std::string> patches() const {
+    absl::MutexLock lock(&mu_);
+    return patches_;
+  }
+
   absl::StatusOr<kube::HttpResponse> Send(const kube::HttpRequest& request) override {
     if (cut_) return Refuse(request);
+    if (request.method == "PATCH") {
+      absl::MutexLock lock(&mu_);
+      patches_.push_back(request.body);
+    }
     return inner_->Send(request);
   }
   absl::StatusOr<kube::HttpResponse> Stream(const kube::HttpRequest& request,
@@ -46,6 +59,8 @@ class PartitionableHttpClient final : public kube::HttpClient {
   std::unique_ptr<kube::HttpClient> inner_;
   std::atomic<bool> cut_{false};
   std::atomic<int> refused_{0};
+  mutable absl::Mutex mu_;
+  std::vector<std::string> patches_ ABSL_GUARDED_BY(mu_);
 };
 
 // An admin client for the test control plane whose network `partition` controls. No retries:
