@@ -216,8 +216,8 @@ TEST_F(ContainerRuntimeTest, NoRuncIsAClearError) {
   env[0] = "PATH=" + (temp_.path() / "empty").string();
   const Result result = Run({"--log", log_.string(), "--log-format", "json", "state", "c1"}, env);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_THAT(result.out, HasSubstr("gpuop-container-runtime: no runc found in PATH="));
-  EXPECT_THAT(Read(log_), HasSubstr("no runc found"));
+  EXPECT_THAT(result.out, HasSubstr("gpuop-container-runtime: no runc or crun found in PATH="));
+  EXPECT_THAT(Read(log_), HasSubstr("no runc or crun found"));
 }
 
 TEST_F(ContainerRuntimeTest, VersionAndHelpAreItsOwnOnlyAlone) {

@@ -42,22 +42,26 @@ StatusOr<std::string> FindRunc(const std::optional<std::string>& runc_override,
     }
     return runc;
   }
-  std::string_view dirs = path ? std::string_view(*path) : std::string_view(kDefaultPath);
-  const std::string searched(dirs);
-  while (true) {
-    const size_t colon = dirs.find(':');
-    const std::string_view dir = dirs.substr(0, colon);
-    if (!dir.empty() && dir.front() == '/') {
-      std::string candidate(dir);
-      if (candidate.back() != '/') candidate += '/';
-      candidate += "runc";
-      if (Unusable(candidate, self).empty()) return candidate;
+  const std::string searched(path ? *path : std::string(kDefaultPath));
+  // runc anywhere on PATH first; crun, which takes runc's command line, where there is no runc
+  // (a CRI-O node with crun alone).
+  for (const char* name : {"runc", "crun"}) {
+    std::string_view dirs = searched;
+    while (true) {
+      const size_t colon = dirs.find(':');
+      const std::string_view dir = dirs.substr(0, colon);
+      if (!dir.empty() && dir.front() == '/') {
+        std::string candidate(dir);
+        if (candidate.back() != '/') candidate += '/';
+        candidate += name;
+        if (Unusable(candidate, self).empty()) return candidate;
+      }
+      if (colon == std::string_view::npos) break;
+      dirs.remove_prefix(colon + 1);
     }
-    if (colon == std::string_view::npos) break;
-    dirs.remove_prefix(colon + 1);
   }
-  return Status::Error("no runc found in PATH=" + searched + " (other than this program); set " +
-                       kRuncEnv + " to its absolute path");
+  return Status::Error("no runc or crun found in PATH=" + searched +
+                       " (other than this program); set " + kRuncEnv + " to its absolute path");
 }
 
 }  // namespace gpuop::agent::cdi::inject

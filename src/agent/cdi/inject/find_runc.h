@@ -30,7 +30,8 @@ StatusOr<FileId> SelfId();
 
 // The runtime to execute: `runc_override` (GPUOP_RUNC) when set, which must be an absolute path
 // to an executable file that is not `self`; otherwise the first `runc` in `path` (PATH's value,
-// kDefaultPath when unset) that is an executable regular file other than `self`. Relative and
+// kDefaultPath when unset) that is an executable regular file other than `self`, or, where `path`
+// has no runc, the first such `crun` (crun takes runc's command line). Relative and
 // empty PATH entries are skipped: the runtime must not depend on the current directory, which
 // runc's callers set to the bundle. An error says what was searched.
 StatusOr<std::string> FindRunc(const std::optional<std::string>& runc_override,

@@ -59,7 +59,21 @@ TEST_F(FindRuncTest, AHardLinkToItselfIsItself) {
   StatusOr<std::string> runc = FindRunc(std::nullopt, path, Id(self_));
   ASSERT_FALSE(runc.ok());
   EXPECT_THAT(runc.status().message(),
-              AllOf(HasSubstr("no runc found in PATH=" + path), HasSubstr("GPUOP_RUNC")));
+              AllOf(HasSubstr("no runc or crun found in PATH=" + path), HasSubstr("GPUOP_RUNC")));
+}
+
+// A node whose only OCI runtime is crun (CRI-O's default): crun, but runc wherever one is.
+TEST_F(FindRuncTest, CrunWhereThePathHasNoRunc) {
+  const fs::path crun = Executable(temp_.path() / "a/crun");
+  std::string path = crun.parent_path().string();
+  StatusOr<std::string> found = FindRunc(std::nullopt, path, Id(self_));
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(*found, crun.string());
+  const fs::path runc = Executable(temp_.path() / "b/runc");
+  path.append(":").append(runc.parent_path().string());
+  found = FindRunc(std::nullopt, path, Id(self_));
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(*found, runc.string()) << "runc, even later on PATH";
 }
 
 TEST_F(FindRuncTest, TheOverrideWinsAndIsChecked) {
