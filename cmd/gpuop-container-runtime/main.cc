@@ -3,8 +3,8 @@
 // (GPUOP_CDI_DEVICES, see agent/cdi/inject/inject.h). containerd's runc shim calls it exactly as it
 // calls runc. For "create" and "run" it first edits the bundle's config.json; then, for every
 // command, it executes the real runc (GPUOP_RUNC, or the first runc on PATH that is not this
-// program) with the same arguments. Statically linked: it runs on the host, whatever the host's
-// distribution.
+// program, or crun where there is no runc) with the same arguments. Statically linked: it runs on
+// the host, whatever the host's distribution.
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -35,7 +35,7 @@ constexpr char kUsage[] =
     "\n"
     "environment:\n"
     "  GPUOP_RUNC           the runc to run (an absolute path); default: the first runc on PATH\n"
-    "                       that is not this program\n"
+    "                       that is not this program, else the first crun\n"
     "  GPUOP_CDI_SPEC_DIRS  colon-separated CDI spec directories, later ones taking precedence\n";
 
 std::optional<std::string> Env(const char* name) {
