@@ -102,7 +102,7 @@ TEST(RuntimeCrioTest, RefusesMalformedConfigs) {
   }
 }
 
-constexpr char kGpuopBinary[] = "/var/lib/gpuop/bin/gpuop-container-runtime";
+constexpr const char* kGpuopBinary = kGpuopRuntimeBinary;
 
 TEST(RuntimeCrioTest, RendersTheGpuopHandler) {
   Options options = RuntimeOptions();

@@ -98,7 +98,7 @@ TEST(RuntimeDockerTest, RefusesMalformedFiles) {
   }
 }
 
-constexpr char kGpuopBinary[] = "/var/lib/gpuop/bin/gpuop-container-runtime";
+constexpr const char* kGpuopBinary = kGpuopRuntimeBinary;
 
 TEST(RuntimeDockerTest, AddsTheGpuopHandler) {
   Options options = AllOptions();

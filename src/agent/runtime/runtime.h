@@ -22,6 +22,10 @@ std::string RuntimeName(Runtime runtime);
 // Parses "containerd", "crio" / "cri-o" or "docker" (case-insensitive).
 [[nodiscard]] absl::StatusOr<Runtime> ParseRuntime(absl::string_view name);
 
+// Where the runtime component installs gpuop-container-runtime on the host, and what gpuop's
+// handler names.
+inline constexpr char kGpuopRuntimeBinary[] = "/var/lib/gpuop/bin/gpuop-container-runtime";
+
 // What gpuop wants in the runtime's configuration.
 struct Options {
   // Turn CDI on and set its spec directories. When false, gpuop leaves the CDI settings as the
@@ -52,7 +56,7 @@ struct Options {
   bool add_gpuop_runtime = false;
   std::string gpuop_runtime_name = "gpuop";
   // As the host sees it.
-  std::string gpuop_runtime_binary = "/var/lib/gpuop/bin/gpuop-container-runtime";
+  std::string gpuop_runtime_binary = kGpuopRuntimeBinary;
   // The major version of the containerd that reads the files (containerd_version.h asks the
   // daemon), 0 when unknown. The files alone do not tell: containerd 2.x merges imports key by
   // key (so a drop-in can hold only gpuop's changes) and ignores the CRI settings of a file
