@@ -1,5 +1,6 @@
 #include "test/node/node_e2e_driver_steps.h"
 
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -17,7 +18,90 @@
 
 namespace gpuop::test {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
+
+void SimulatedDriverAloneStep() {
+  const std::string pod_name = "simulated-driver";
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", pod_name}, {"namespace", kWorkloads}}},
+              {"spec",
+               {{"hostNetwork", true},
+                {"hostPID", true},
+                {"restartPolicy", "Never"},
+                {"terminationGracePeriodSeconds", 5},
+                {"containers",
+                 {{{"name", "driver"},
+                   {"image", kDriverImage},
+                   {"imagePullPolicy", "Never"},
+                   {"command", {"nvidia-driver", "init"}},
+                   {"env",
+                    {{{"name", "GPUOP_SIMULATED_DRIVER_SCENARIO"}, {"value", "h100-8x-nvswitch"}},
+                     {{"name", "NODE_NAME"}, {"value", kNodeName}}}},
+                   {"securityContext", {{"privileged", true}}},
+                   {"volumeMounts",
+                    {{{"name", "run-nvidia"},
+                      {"mountPath", "/run/nvidia"},
+                      {"mountPropagation", "Bidirectional"}}}}}}},
+                {"volumes",
+                 {{{"name", "run-nvidia"},
+                   {"hostPath", {{"path", "/run/nvidia"}, {"type", "DirectoryOrCreate"}}}}}}}}};
+  absl::StatusOr<json> created =
+      Api()->Create(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods"), pod);
+  ASSERT_TRUE(created.ok()) << created.status();
+  // The driver root is a mount inside the node: seen through the node's own view.
+  const fs::path root = Cluster().NodeView("/run/nvidia/driver");
+  const fs::path lib = root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+  absl::Status published =
+      AwaitDone("the driver root published on the node", absl::Minutes(2),
+                [&]() -> absl::StatusOr<std::string> {
+                  std::error_code ec;
+                  if (fs::exists(lib, ec) && fs::exists(root / "dev" / "nvidia7", ec) &&
+                      fs::exists(root / "dev" / "nvidiactl", ec)) {
+                    return std::string();
+                  }
+                  absl::StatusOr<json> p =
+                      Get(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", pod_name));
+                  return p.ok() ? PodSummary(*p) : p.status().ToString();
+                });
+  ASSERT_TRUE(published.ok()) << published;
+  struct stat st {};
+  ASSERT_EQ(::stat((root / "dev" / "nvidia0").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/run/nvidia/driver/dev/nvidia0 is not a character device";
+  // A process on the node holds GPU 3's device node; unloading must be refused.
+  std::error_code removed;
+  fs::remove(Cluster().node().run / "holder-ready", removed);
+  absl::StatusOr<common::Subprocess> holder = Cluster().StartInNode(
+      {"/bin/sh", "-c",
+       "exec 3<>/run/nvidia/driver/dev/nvidia3; echo held >/run/holder-ready; exec sleep 600"});
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE(WaitUntil("the holder holding", absl::Seconds(30), [&]() -> absl::StatusOr<bool> {
+                return fs::exists(Cluster().node().run / "holder-ready");
+              }).ok());
+  const std::vector<std::string> exec = {Tool("kubectl"), "exec",  "-n",     kWorkloads,
+                                         pod_name,        "-c",    "driver", "--",
+                                         "nvidia-driver", "uninit"};
+  absl::StatusOr<ToolResult> refused = RunTool(exec, KubeEnv(), absl::Minutes(1));
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_NE(refused->exit_code, 0) << refused->output;
+  EXPECT_THAT(
+      refused->output,
+      ::testing::HasSubstr("Could not unload NVIDIA driver kernel modules, driver is in use"));
+  EXPECT_TRUE(fs::exists(lib)) << "a refused unload removed the driver root";
+  // Released, it unloads: the driver root and the device nodes go.
+  ASSERT_TRUE(holder->Stop(absl::Seconds(5)).ok());
+  absl::Status unloaded = AwaitDone(
+      "the driver unloaded once released", absl::Minutes(1), [&]() -> absl::StatusOr<std::string> {
+        absl::StatusOr<ToolResult> again = RunTool(exec, KubeEnv(), absl::Seconds(30));
+        if (!again.ok()) return again.status();
+        std::error_code ec;
+        if (!fs::exists(lib, ec)) return std::string();
+        return absl::StrCat("uninit exit ", again->exit_code, ": ", again->output);
+      });
+  EXPECT_TRUE(unloaded.ok()) << unloaded;
+  (void)Api()->Delete(absl::StrCat("/api/v1/namespaces/", kWorkloads, "/pods/", pod_name));
+}
 
 json ProbePod(const std::string& name) {
   return {{"apiVersion", "v1"},

@@ -11,6 +11,11 @@
 
 namespace gpuop::test {
 
+// The simulated driver container on its own, as the operator's driver DaemonSet runs it
+// (privileged, hostPID, /run/nvidia Bidirectional): it publishes the driver root and the device
+// nodes on the node, and, like the real `rmmod`, refuses to unload while a process holds a device.
+void SimulatedDriverAloneStep();
+
 // A bare pod in the workloads namespace that takes two GPUs and runs gpu-probe --sleep.
 nlohmann::json ProbePod(const std::string& name);
 
