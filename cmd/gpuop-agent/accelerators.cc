@@ -136,13 +136,12 @@ hw::NvidiaSmi HardwareFlags::NvidiaSmiInDriverRoot(const std::string& nvml_path)
 std::vector<std::unique_ptr<hw::Accelerator>> OpenAccelerators(const HardwareFlags& flags) {
   std::vector<std::unique_ptr<hw::Accelerator>> out;
   const std::string library = flags.NvmlLibrary();
+  const hw::NvidiaSmi smi = flags.NvidiaSmiInDriverRoot(library);
   auto nvml = hw::NvmlAccelerator::Open(
       {.library_path = library,
        .sysfs_root = flags.sysfs_root,
-       .reset_gpus = [smi = flags.NvidiaSmiInDriverRoot(library)](
-                         const std::vector<std::string>& ids) { return smi.Reset(ids); },
-       .create_mig_device_nodes =
-           [smi = flags.NvidiaSmiInDriverRoot(library)] { return smi.CreateDeviceNodes(); }});
+       .reset_gpus = [smi](const std::vector<std::string>& ids) { return smi.Reset(ids); },
+       .create_mig_device_nodes = [smi] { return smi.CreateDeviceNodes(); }});
   if (nvml.ok()) {
     out.push_back(*std::move(nvml));
   } else {
