@@ -2,6 +2,7 @@
 #define GPUOP_HW_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -134,6 +135,20 @@ struct ProcessUsage {
   std::optional<unsigned int> compute_instance_id;
 };
 
+// Activity over the time since the previous sample, as ratios 0..1, from the GPU's performance
+// counters (NVIDIA: GPM, Hopper and newer): a context active on the engine, the SMs busy, the
+// tensor pipes busy, DRAM bandwidth used. Empty where there are no such counters and at the first
+// sample (there is no interval yet): absent, never 0.
+struct Activity {
+  std::optional<double> graphics_active;
+  std::optional<double> sm_active;
+  std::optional<double> tensor_active;
+  std::optional<double> dram_active;
+  // PCIe traffic over the same interval, bytes per second.
+  std::optional<double> pcie_tx_bytes_per_second;
+  std::optional<double> pcie_rx_bytes_per_second;
+};
+
 // One telemetry sample of one GPU.
 struct GpuSample {
   int index = 0;
@@ -177,17 +192,11 @@ struct GpuSample {
   // What the driver says the GPU needs (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: NONE 0, GPU_RESET 1,
   // NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4); empty where the driver does not report it.
   std::optional<unsigned int> recovery_action;
-  // Activity over the time since the GPU's previous sample, as ratios 0..1, from the GPU's
-  // performance counters (NVIDIA: GPM, Hopper and newer): a context active on the engine, the
-  // SMs busy, the tensor pipes busy, DRAM bandwidth used. Empty where the GPU has no such
-  // counters and at the first sample (there is no interval yet): absent, never 0.
-  std::optional<double> graphics_active;
-  std::optional<double> sm_active;
-  std::optional<double> tensor_active;
-  std::optional<double> dram_active;
-  // PCIe traffic over the same interval, bytes per second.
-  std::optional<double> pcie_tx_bytes_per_second;
-  std::optional<double> pcie_rx_bytes_per_second;
+  // The whole GPU's activity.
+  Activity activity;
+  // Each MIG GPU instance's own activity, by GPU instance id (NVIDIA: nvmlGpmMigSampleGet); an
+  // instance is missing where its counters are (MIG off, no GPM, no MIG monitor capability).
+  std::map<unsigned int, Activity> instance_activity;
   // NVLink traffic since the driver loaded, sent and received, protocol headers included, in
   // bytes; empty on GPUs without NVLink.
   std::optional<uint64_t> nvlink_bytes_total;

@@ -126,15 +126,17 @@ TEST_F(RealGpuTest, GpmActivityAndNvlinkTrafficAreRead) {
     std::printf(
         "GPU %d (%s): GPM %s: graphics %.3f sm %.3f tensor %.3f dram %.3f pcie tx %.0f "
         "rx %.0f B/s; nvlink %s\n",
-        g.index, gpu.architecture.c_str(), g.sm_active.has_value() ? "yes" : "no",
-        g.graphics_active.value_or(-1), g.sm_active.value_or(-1), g.tensor_active.value_or(-1),
-        g.dram_active.value_or(-1), g.pcie_tx_bytes_per_second.value_or(-1),
-        g.pcie_rx_bytes_per_second.value_or(-1),
+        g.index, gpu.architecture.c_str(), g.activity.sm_active.has_value() ? "yes" : "no",
+        g.activity.graphics_active.value_or(-1), g.activity.sm_active.value_or(-1),
+        g.activity.tensor_active.value_or(-1), g.activity.dram_active.value_or(-1),
+        g.activity.pcie_tx_bytes_per_second.value_or(-1),
+        g.activity.pcie_rx_bytes_per_second.value_or(-1),
         g.nvlink_bytes_total.has_value() ? std::to_string(*g.nvlink_bytes_total).c_str()
                                          : "absent");
     const bool hopper_or_newer = gpu.compute_major >= 9;
-    EXPECT_EQ(g.sm_active.has_value(), hopper_or_newer) << g.index;
-    for (const auto& ratio : {g.graphics_active, g.sm_active, g.tensor_active, g.dram_active}) {
+    EXPECT_EQ(g.activity.sm_active.has_value(), hopper_or_newer) << g.index;
+    for (const auto& ratio : {g.activity.graphics_active, g.activity.sm_active,
+                              g.activity.tensor_active, g.activity.dram_active}) {
       if (ratio.has_value()) {
         EXPECT_TRUE(*ratio >= 0 && *ratio <= 1) << g.index;
       }

@@ -46,7 +46,8 @@ struct State {
   bool runtime_configured = false;
   bool allocatable = false;
   bool probe_running = false;
-  bool upgraded = false;  // the driver upgrade step passed (and set podDeletion.force)
+  bool upgraded = false;   // the driver upgrade step passed (and set podDeletion.force)
+  bool mig_mixed = false;  // the simulated driver plays a100-8x-mig, device plugin strategy mixed
   std::map<std::string, std::string> containerd_before;  // /etc/containerd before the install
   std::map<std::string, std::string> cdi_before;         // /etc/cdi and /var/run/cdi
   absl::Time installed_at;

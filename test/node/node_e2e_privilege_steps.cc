@@ -285,6 +285,13 @@ void MigLayoutFromInsideThePodsStep() {
     EXPECT_EQ(gpus, 1) << absl::StrJoin(*mig_devices, ", ");
     EXPECT_EQ(caps, 2) << "the GPU and compute instance's access capabilities: "
                        << absl::StrJoin(*mig_devices, ", ");
+    // NVML inside shows the parent GPU and, of its seven MIG devices, the one given.
+    absl::StatusOr<json> report = ProbeReport(Cluster().node().pod_logs, kWorkloads, "mig-probe");
+    ASSERT_TRUE(report.ok()) << report.status();
+    const json& nvml = (*report)["nvml"];
+    EXPECT_EQ(nvml.value("count", 0), 1) << report->dump();
+    ASSERT_TRUE(nvml.contains("mig_uuids")) << report->dump();
+    EXPECT_EQ(nvml["mig_uuids"].size(), 1u) << report->dump();
   }
   (void)Api()->Delete(PodPath("mig-probe"));
 

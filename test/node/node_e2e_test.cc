@@ -32,6 +32,7 @@
 #include "test/node/node_e2e_driver_steps.h"
 #include "test/node/node_e2e_fixture.h"
 #include "test/node/node_e2e_health_steps.h"
+#include "test/node/node_e2e_mig_steps.h"
 #include "test/node/node_e2e_privilege_steps.h"
 #include "test/node/node_e2e_reports.h"
 #include "test/node/node_e2e_util.h"
@@ -479,6 +480,12 @@ TEST_F(NodeE2ETest, AResetXidWithdrawsTheGpuUntilRemediationRestartsTheDriver) {
 TEST_F(NodeE2ETest, MigProfilesResourcesAndInstanceMemoryAreRightFromInsideThePods) {
   if (!S().upgraded) GTEST_SKIP() << "needs the driver upgrade step (a new driver pod template)";
   MigLayoutFromInsideThePodsStep();
+  S().mig_mixed = !HasFatalFailure();
+}
+
+TEST_F(NodeE2ETest, AMigLayoutChangeStopsEveryGpuClientAndIsRefusedWhileAGpuIsHeld) {
+  if (!S().mig_mixed) GTEST_SKIP() << "needs the MIG layout step (eight A100s, mixed strategy)";
+  MigManagerResetsTheGpusStep();
 }
 
 TEST_F(NodeE2ETest, HelmUninstallLeavesTheNodeAsItWas) {

@@ -1,5 +1,6 @@
 #include "agent/exporter/exposition.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -12,17 +13,22 @@
 namespace gpuop::agent::exporter {
 namespace {
 
-enum class PerInstance { kNone, kFbUsed, kFbFree };
+// What a MIG GPU instance's series of a field shows: nothing (the field is the GPU's alone), the
+// memory its processes use or leave free, or its own activity counters.
+enum class PerInstance { kNone, kFbUsed, kFbFree, kActivity };
 
 using ValueFn = std::optional<double> (*)(const hw::GpuSample&);
+using ActivityFn = std::optional<double> (*)(const hw::Activity&);
 
-// One dcgm-exporter field. `value` is null for DCGM_FI_DEV_XID_ERRORS, which comes from events.
+// One dcgm-exporter field: a value of the GPU's sample, or (profiling fields) of an Activity,
+// the GPU's and each GPU instance's. Neither for DCGM_FI_DEV_XID_ERRORS, which comes from events.
 struct Field {
   const char* name;
   const char* help;
   const char* type;
   ValueFn value;
   PerInstance per_instance = PerInstance::kNone;
+  ActivityFn activity = nullptr;
 };
 
 template <typename T>
@@ -83,21 +89,45 @@ const Field kFields[] = {
     {"DCGM_FI_DEV_ROW_REMAP_FAILURE",
      "1 when a memory row could not be remapped and the GPU needs service, else 0.", "gauge",
      [](const hw::GpuSample& s) { return Number(s.remapped_rows_failure); }},
-    // Profiling fields (GPM on Hopper and newer): absent where the GPU has no counters for them.
+    // Profiling fields (GPM on Hopper and newer), the GPU's and each MIG GPU instance's: absent
+    // where there are no counters for them.
     {"DCGM_FI_PROF_GR_ENGINE_ACTIVE",
      "Share of the interval a graphics or compute context was active on the GPU (ratio).", "gauge",
-     [](const hw::GpuSample& s) { return s.graphics_active; }},
-    {"DCGM_FI_PROF_SM_ACTIVE", "Share of the SMs busy over the interval (ratio).", "gauge",
-     [](const hw::GpuSample& s) { return s.sm_active; }},
+     nullptr, PerInstance::kActivity, [](const hw::Activity& a) { return a.graphics_active; }},
+    {"DCGM_FI_PROF_SM_ACTIVE", "Share of the SMs busy over the interval (ratio).", "gauge", nullptr,
+     PerInstance::kActivity, [](const hw::Activity& a) { return a.sm_active; }},
     {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Share of the interval the tensor pipes were busy (ratio).",
-     "gauge", [](const hw::GpuSample& s) { return s.tensor_active; }},
+     "gauge", nullptr, PerInstance::kActivity,
+     [](const hw::Activity& a) { return a.tensor_active; }},
     {"DCGM_FI_PROF_DRAM_ACTIVE", "Share of the peak memory bandwidth used (ratio).", "gauge",
-     [](const hw::GpuSample& s) { return s.dram_active; }},
+     nullptr, PerInstance::kActivity, [](const hw::Activity& a) { return a.dram_active; }},
     {"DCGM_FI_PROF_PCIE_TX_BYTES", "PCIe traffic sent by the GPU (bytes per second).", "gauge",
-     [](const hw::GpuSample& s) { return s.pcie_tx_bytes_per_second; }},
+     nullptr, PerInstance::kActivity,
+     [](const hw::Activity& a) { return a.pcie_tx_bytes_per_second; }},
     {"DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe traffic received by the GPU (bytes per second).", "gauge",
-     [](const hw::GpuSample& s) { return s.pcie_rx_bytes_per_second; }},
+     nullptr, PerInstance::kActivity,
+     [](const hw::Activity& a) { return a.pcie_rx_bytes_per_second; }},
 };
+
+bool IsXid(const Field& field) { return field.value == nullptr && field.activity == nullptr; }
+
+// The value of an instance's series of `field` (one with a per_instance kind).
+std::optional<double> InstanceValue(const Field& field, const hw::GpuSample& sample,
+                                    unsigned int instance_id, uint64_t instance_memory_bytes) {
+  if (field.per_instance == PerInstance::kActivity) {
+    const auto it = sample.instance_activity.find(instance_id);
+    if (it == sample.instance_activity.end()) return std::nullopt;
+    return field.activity(it->second);
+  }
+  uint64_t used = 0;
+  for (const hw::ProcessUsage& process : sample.processes) {
+    if (process.gpu_instance_id == instance_id) used += process.used_memory_bytes;
+  }
+  used = std::min(used, instance_memory_bytes);
+  const uint64_t bytes =
+      field.per_instance == PerInstance::kFbUsed ? used : instance_memory_bytes - used;
+  return static_cast<double>(bytes >> 20);
+}
 
 // The label sets of one GPU's series, rendered once per exposition.
 struct GpuSeries {
@@ -223,14 +253,15 @@ void RenderDcgmFields(const ExpositionInput& input, std::string& out) {
       const ExpositionInput::Gpu& gpu = input.gpus[i];
       const bool telemetry = gpu.sample != nullptr && !gpu.sample->lost;
       std::optional<double> value;
-      if (field.value == nullptr) {
+      if (IsXid(field)) {
         value = Number(gpu.last_xid);
       } else if (telemetry) {
-        value = field.value(*gpu.sample);
+        value = field.value != nullptr ? field.value(*gpu.sample)
+                                       : field.activity(gpu.sample->activity);
       }
       if (value.has_value()) {
         for (const std::string& labels : series[i].gpu_level) {
-          if (field.value != nullptr) {
+          if (!IsXid(field)) {
             family.Sample(labels, *value);
             continue;
           }
@@ -244,16 +275,10 @@ void RenderDcgmFields(const ExpositionInput& input, std::string& out) {
       }
       if (field.per_instance == PerInstance::kNone || !telemetry) continue;
       for (const GpuSeries::Instance& instance : series[i].instances) {
-        uint64_t used = 0;
-        for (const hw::ProcessUsage& process : gpu.sample->processes) {
-          if (process.gpu_instance_id == instance.id) used += process.used_memory_bytes;
-        }
-        used = std::min(used, instance.memory_bytes);
-        const uint64_t bytes =
-            field.per_instance == PerInstance::kFbUsed ? used : instance.memory_bytes - used;
-        for (const std::string& labels : instance.labels) {
-          family.Sample(labels, static_cast<double>(bytes >> 20));
-        }
+        const std::optional<double> own =
+            InstanceValue(field, *gpu.sample, instance.id, instance.memory_bytes);
+        if (!own.has_value()) continue;
+        for (const std::string& labels : instance.labels) family.Sample(labels, *own);
       }
     }
   }

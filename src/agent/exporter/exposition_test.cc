@@ -118,6 +118,37 @@ TEST_F(ExporterExpositionTest, MigInstancesGetTheirOwnMemorySeries) {
   EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_DEV_MEMORY_TEMP{" + gpu1)));
 }
 
+// A Hopper GPU in MIG mode: the profiling fields of each GPU instance whose GPM counters were
+// read, with the instance's labels and its holder; an instance without counters has none.
+TEST_F(ExporterExpositionTest, MigInstancesGetTheirOwnProfilingSeries) {
+  // Give the MIG GPU of the small node Hopper's counters: instance 1 read, instance 13 not.
+  sample_.gpus[1].activity = {.sm_active = 0.5, .pcie_tx_bytes_per_second = 4e9};
+  sample_.gpus[1].instance_activity[1] = {.graphics_active = 0.75,
+                                          .sm_active = 0.25,
+                                          .tensor_active = 0.125,
+                                          .dram_active = 0.5,
+                                          .pcie_tx_bytes_per_second = 1.5e9,
+                                          .pcie_rx_bytes_per_second = 3e8};
+  const std::string text = Render(Input());
+  const std::string gpu1 =
+      "gpu=\"1\",UUID=\"GPU-1111\",pci_bus_id=\"00000000:B1:00.0\",device=\"nvidia1\","
+      "modelName=\"NVIDIA A100-SXM4-40GB\"";
+  const std::string node = "Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"570.86.15\"";
+  const std::string gi1 = gpu1 + ",GPU_I_PROFILE=\"3g.20gb\",GPU_I_ID=\"1\"," + node +
+                          ",container=\"server\",namespace=\"ml\",pod=\"infer\"";
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_SM_ACTIVE{" + gpu1 + "," + node + "} 0.5\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_GR_ENGINE_ACTIVE{" + gi1 + "} 0.75\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_SM_ACTIVE{" + gi1 + "} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{" + gi1 + "} 0.125\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_DRAM_ACTIVE{" + gi1 + "} 0.5\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_PCIE_TX_BYTES{" + gi1 + "} 1500000000\n"));
+  EXPECT_THAT(text, HasSubstr("DCGM_FI_PROF_PCIE_RX_BYTES{" + gi1 + "} 300000000\n"));
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_PROF_SM_ACTIVE{" + gpu1 + ",GPU_I_PROFILE=\"1g.5gb\"")))
+      << "instance 13 has no counters read";
+  // The GPU-level field the GPU lacks stays absent; the instance's is there.
+  EXPECT_THAT(text, Not(HasSubstr("DCGM_FI_PROF_DRAM_ACTIVE{" + gpu1 + "," + node + "}")));
+}
+
 TEST_F(ExporterExpositionTest, LostOrUnsampledGpusKeepOnlyTheirXid) {
   sample_.gpus[0] = hw::GpuSample{.index = 0, .lost = true};
   ExpositionInput input = Input();

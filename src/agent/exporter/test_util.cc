@@ -116,12 +116,12 @@ hw::Sample SmallSample() {
                                       .remapped_rows_uncorrected = 0,
                                       .remapped_rows_failure = false,
                                       .pcie_replay_count = 5,
-                                      .graphics_active = 0.92,
-                                      .sm_active = 0.61,
-                                      .tensor_active = 0.33,
-                                      .dram_active = 0.45,
-                                      .pcie_tx_bytes_per_second = 1.5e9,
-                                      .pcie_rx_bytes_per_second = 2.5e8,
+                                      .activity = {.graphics_active = 0.92,
+                                                   .sm_active = 0.61,
+                                                   .tensor_active = 0.33,
+                                                   .dram_active = 0.45,
+                                                   .pcie_tx_bytes_per_second = 1.5e9,
+                                                   .pcie_rx_bytes_per_second = 2.5e8},
                                       .nvlink_bytes_total = 123456789012});
   // The A100 reports no memory temperature, no energy counter, no GPM profiling and (in this
   // sample) no NVLink traffic: those series are left out, never 0.

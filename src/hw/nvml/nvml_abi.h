@@ -203,6 +203,27 @@ typedef struct {
   unsigned int cliqueId;
   nvmlGpuFabricState_t state;
 } nvmlGpuFabricInfo_t;
+// nvmlDeviceGetGpuFabricInfoV: the same with the fabric's health. Version 2 ends after
+// healthMask (36 bytes), version 3 adds healthSummary (40 bytes); the caller sets `version`.
+typedef struct {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;  // NVML_GPU_FABRIC_HEALTH_MASK_* bit fields
+  unsigned char healthSummary;
+} nvmlGpuFabricInfo_v3_t;
+typedef nvmlGpuFabricInfo_v3_t nvmlGpuFabricInfoV_t;
+constexpr unsigned int nvmlGpuFabricInfo_v2 =
+    NvmlStructVersion(offsetof(nvmlGpuFabricInfo_v3_t, healthSummary), 2);
+constexpr unsigned int nvmlGpuFabricInfo_v3 = NvmlStructVersion(sizeof(nvmlGpuFabricInfo_v3_t), 3);
+enum : unsigned char {
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED = 0,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY = 1,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY = 2,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY = 3,
+};
 
 typedef union {
   double dVal;
@@ -384,6 +405,8 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
 static_assert(nvmlMemory_v2 == 0x02000028u);
 static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x02000098u);
 static_assert(nvmlComputeInstanceProfileInfo_v2 == 0x02000088u);
+static_assert(nvmlGpuFabricInfo_v2 == 0x02000024u);
+static_assert(nvmlGpuFabricInfo_v3 == 0x03000028u);
 
 }  // extern "C"
 

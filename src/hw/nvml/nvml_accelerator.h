@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,8 +97,15 @@ class NvmlAccelerator final : public Accelerator {
   std::optional<GpuFabric> DescribeFabric(nvmlDevice_t device) const;
   void DescribeTopology(const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus) const;
   GpuSample SampleGpu(int index, nvmlDevice_t device) const;
-  // The GPM activity since the GPU's previous sample (none at the first, or without GPM).
-  void SampleGpm(int index, nvmlDevice_t device, GpuSample& s) const;
+  // The GPM activity since the GPU's previous sample, and each MIG GPU instance's since its
+  // previous one (none at the first, or without GPM).
+  void SampleGpm(int index, nvmlDevice_t device, GpuSample& s) const ABSL_LOCKS_EXCLUDED(gpm_mu_);
+  // Takes a sample with `take` into a new buffer that replaces `last`; the activity between the
+  // two, or nullopt (no earlier sample, or NVML refused).
+  std::optional<Activity> NextGpmInterval(
+      nvmlGpmSample_t& last, const std::function<nvmlReturn_t(nvmlGpmSample_t)>& take) const;
+  // The ids of the GPU instances of a GPU in MIG mode (none otherwise).
+  std::set<unsigned int> GpuInstanceIds(nvmlDevice_t device) const;
   // Frees the GPM samples kept between samples (before NVML shuts down).
   void FreeGpmSamples();
   absl::StatusOr<nvmlEventSet_t> EventSet() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -130,6 +138,7 @@ class NvmlAccelerator final : public Accelerator {
     bool checked = false;
     bool supported = false;
     nvmlGpmSample_t last = nullptr;
+    std::map<unsigned int, nvmlGpmSample_t> instances;  // by GPU instance id
   };
   mutable absl::Mutex gpm_mu_;
   mutable std::map<int, GpmState> gpm_ ABSL_GUARDED_BY(gpm_mu_);

@@ -305,22 +305,56 @@ TEST_F(NvmlAcceleratorTest, GpmActivityNeedsTwoSamplesAndIsReportedAsRatios) {
   auto first = nvml_->TakeSample();
   ASSERT_TRUE(first.ok());
   const GpuSample& g = first->gpus[2];
-  EXPECT_FALSE(g.graphics_active.has_value());
-  EXPECT_FALSE(g.sm_active.has_value());
-  EXPECT_FALSE(g.pcie_tx_bytes_per_second.has_value());
+  EXPECT_FALSE(g.activity.graphics_active.has_value());
+  EXPECT_FALSE(g.activity.sm_active.has_value());
+  EXPECT_FALSE(g.activity.pcie_tx_bytes_per_second.has_value());
   EXPECT_EQ(g.nvlink_bytes_total, std::optional<uint64_t>(1024 * 1024));
 
   auto second = nvml_->TakeSample();
   ASSERT_TRUE(second.ok());
   const GpuSample& s = second->gpus[2];
-  EXPECT_DOUBLE_EQ(s.graphics_active.value_or(-1), 0.9);
-  EXPECT_DOUBLE_EQ(s.sm_active.value_or(-1), 0.6);
-  EXPECT_DOUBLE_EQ(s.tensor_active.value_or(-1), 0.35);
-  EXPECT_DOUBLE_EQ(s.dram_active.value_or(-1), 0.45);
-  EXPECT_DOUBLE_EQ(s.pcie_tx_bytes_per_second.value_or(-1), 1024.0 * 1024 * 1024);
-  EXPECT_DOUBLE_EQ(s.pcie_rx_bytes_per_second.value_or(-1), 512.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.activity.graphics_active.value_or(-1), 0.9);
+  EXPECT_DOUBLE_EQ(s.activity.sm_active.value_or(-1), 0.6);
+  EXPECT_DOUBLE_EQ(s.activity.tensor_active.value_or(-1), 0.35);
+  EXPECT_DOUBLE_EQ(s.activity.dram_active.value_or(-1), 0.45);
+  EXPECT_DOUBLE_EQ(s.activity.pcie_tx_bytes_per_second.value_or(-1), 1024.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.activity.pcie_rx_bytes_per_second.value_or(-1), 512.0 * 1024 * 1024);
   // An idle GPU reads 0: present, because it has the counters.
-  EXPECT_EQ(second->gpus[0].sm_active, std::optional<double>(0.0));
+  EXPECT_EQ(second->gpus[0].activity.sm_active, std::optional<double>(0.0));
+}
+
+// A Hopper GPU in MIG mode: each GPU instance's own activity (nvmlGpmMigSampleGet), from its
+// second sample on; an instance destroyed meanwhile is no longer sampled.
+TEST_F(NvmlAcceleratorTest, GpmActivityOfEachMigInstance) {
+  Open("h100-8x-nvswitch", /*with_control=*/true);
+  Control("set 2 sm_active 60");
+  Control("set 2 pcie_tx_mibps 1024");
+  absl::StatusOr<bool> reset = nvml_->SetMigMode(2, true);
+  ASSERT_TRUE(reset.ok()) << reset.status();
+  absl::StatusOr<MigDevice> a = nvml_->CreateMigDevice(2, "3g.40gb");
+  ASSERT_TRUE(a.ok()) << a.status();
+  absl::StatusOr<MigDevice> b = nvml_->CreateMigDevice(2, "4g.40gb");
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  auto first = nvml_->TakeSample();
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->gpus[2].instance_activity.empty()) << "no interval yet";
+  auto second = nvml_->TakeSample();
+  ASSERT_TRUE(second.ok());
+  const std::map<unsigned int, Activity>& instances = second->gpus[2].instance_activity;
+  ASSERT_EQ(instances.size(), 2u);
+  const Activity& three = instances.at(a->gpu_instance_id);
+  EXPECT_DOUBLE_EQ(three.sm_active.value_or(-1), 0.6);
+  EXPECT_DOUBLE_EQ(three.pcie_tx_bytes_per_second.value_or(-1), 1024.0 * 1024 * 1024 * 3 / 8);
+  EXPECT_DOUBLE_EQ(instances.at(b->gpu_instance_id).pcie_tx_bytes_per_second.value_or(-1),
+                   1024.0 * 1024 * 1024 * 4 / 8);
+  EXPECT_TRUE(second->gpus[1].instance_activity.empty()) << "MIG is off on GPU 1";
+
+  ASSERT_TRUE(nvml_->DestroyMigDevice(2, b->gpu_instance_id).ok());
+  auto third = nvml_->TakeSample();
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->gpus[2].instance_activity.size(), 1u);
+  EXPECT_TRUE(third->gpus[2].instance_activity.contains(a->gpu_instance_id));
 }
 
 // Before Hopper there is no GPM, and a GPU without NVLink has no NVLink traffic: absent, not 0.
@@ -330,9 +364,9 @@ TEST_F(NvmlAcceleratorTest, WithoutGpmOrNvlinkTheFieldsAreAbsent) {
   auto sample = nvml_->TakeSample();
   ASSERT_TRUE(sample.ok());
   for (const GpuSample& s : sample->gpus) {
-    EXPECT_FALSE(s.graphics_active.has_value()) << s.index;
-    EXPECT_FALSE(s.dram_active.has_value()) << s.index;
-    EXPECT_FALSE(s.pcie_rx_bytes_per_second.has_value()) << s.index;
+    EXPECT_FALSE(s.activity.graphics_active.has_value()) << s.index;
+    EXPECT_FALSE(s.activity.dram_active.has_value()) << s.index;
+    EXPECT_FALSE(s.activity.pcie_rx_bytes_per_second.has_value()) << s.index;
     EXPECT_FALSE(s.nvlink_bytes_total.has_value()) << s.index;
   }
 }
@@ -478,6 +512,13 @@ TEST_F(NvmlAcceleratorTest, MigDevicesWithoutTheMonitorCapabilitySayWhy) {
                            "nvidia5", "nvidia6", "nvidia7"}) {
     std::ofstream(dir / "dev" / node).flush();
   }
+  // The access capabilities of every GPU and compute instance of GPU 0 (the driver's mig-minors:
+  // 3 to 137 for the GPU of minor 0), not the monitor capability (2): a container given all of
+  // GPU 0's MIG devices, which it then sees without their profiles.
+  std::filesystem::create_directories(dir / "dev" / "nvidia-caps");
+  for (int minor = 3; minor <= 137; ++minor) {
+    std::ofstream(dir / "dev" / "nvidia-caps" / ("nvidia-cap" + std::to_string(minor))).flush();
+  }
   std::ifstream preset(std::filesystem::path(GPUOP_FAKE_NVML_LIBRARY).parent_path() /
                        "scenarios/a100-8x-mig.yaml");
   std::ofstream scenario(dir / "a100.yaml");
@@ -491,6 +532,7 @@ TEST_F(NvmlAcceleratorTest, MigDevicesWithoutTheMonitorCapabilitySayWhy) {
   EXPECT_EQ(inv.gpus[0].mig_devices[0].profile, "");
   EXPECT_EQ(inv.gpus[0].mig_devices[0].memory_bytes, 4864ull << 20) << "the device's own";
   EXPECT_EQ(inv.gpus[4].mig_unreadable, "") << "MIG off: nothing to read";
+  EXPECT_THAT(inv.gpus[1].mig_devices, ::testing::IsEmpty()) << "GPU 1's are not given";
   std::filesystem::remove_all(dir);
 }
 

@@ -121,6 +121,8 @@
   X(nvmlGpmSampleAlloc, (nvmlGpmSample_t * sample))                                                \
   X(nvmlGpmSampleFree, (nvmlGpmSample_t sample))                                                   \
   X(nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t sample))                               \
+  X(nvmlGpmMigSampleGet,                                                                           \
+    (nvmlDevice_t device, unsigned int gpu_instance_id, nvmlGpmSample_t sample))                   \
   X(nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metrics))
 
 // nvmlErrorString: const char* nvmlErrorString(nvmlReturn_t result);

@@ -104,6 +104,18 @@ bool ParseMapsLine(absl::string_view line, dev_t* device, ino_t* inode, std::str
   return true;
 }
 
+// This process's pid in the PID namespace of the proc file system at `proc`.
+pid_t SelfIn(const std::string& proc) {
+  char target[32] = {};
+  const ssize_t n = readlink(absl::StrCat(proc, "/self").c_str(), target, sizeof(target) - 1);
+  int pid = 0;
+  if (n > 0 && absl::SimpleAtoi(absl::string_view(target, static_cast<size_t>(n)), &pid) &&
+      pid > 0) {
+    return pid;
+  }
+  return getpid();
+}
+
 }  // namespace
 
 bool IdentifyFile(const std::string& path, FileId* out) {
@@ -114,7 +126,7 @@ bool IdentifyFile(const std::string& path, FileId* out) {
 }
 
 std::vector<Holder> FindHolders(const HolderQuery& query) {
-  const pid_t self = query.self != 0 ? query.self : getpid();
+  const pid_t self = query.self != 0 ? query.self : SelfIn(query.proc);
   const std::string dev_root = CanonicalDevRoot(query.dev_root);
   std::vector<std::pair<pid_t, std::string>> pids;
   for (const std::string& name : ListDir(query.proc)) {

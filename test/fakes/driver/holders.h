@@ -36,7 +36,10 @@ struct FileId {
 
 struct HolderQuery {
   std::string proc = "/proc";
-  pid_t self = 0;  // excluded; 0: getpid()
+  // Excluded. 0: the scanning process as `proc` numbers it (its "self" link), which differs
+  // from getpid() when `proc` belongs to another PID namespace (a driver root whose /proc is
+  // the host's, scanned from a container); getpid() when that link cannot be read.
+  pid_t self = 0;
   std::string dev_root = "/dev";
   std::vector<FileId> libraries;
   // When set, a simulated node counts only with one of these file names ("nvidia3").

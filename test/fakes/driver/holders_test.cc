@@ -119,6 +119,24 @@ TEST_F(HoldersTest, FindsNodesAndLibrariesInAFakeProc) {
                                                    "libnvidia-ml.so.570.86.15 (mapped)\n"));
 }
 
+// The scanning process is excluded by the number the scanned /proc gives it (its "self" link):
+// a container's nvidia-smi that reads the host's /proc through a driver root has another pid
+// there than getpid() says.
+TEST_F(HoldersTest, ExcludesItselfByTheNumberTheScannedProcGivesIt) {
+  const std::string node = Node("nvidia0");
+  if (skip_) GTEST_SKIP() << "mknod is not permitted here";
+  const std::string proc = dir_ + "/proc";
+  for (const char* pid : {"100", "4242"}) {
+    Write(absl::StrCat(proc, "/", pid, "/comm"), "nvidia-smi\n");
+    ASSERT_EQ(mkdir(absl::StrCat(proc, "/", pid, "/fd").c_str(), 0755), 0);
+    ASSERT_EQ(symlink(node.c_str(), absl::StrCat(proc, "/", pid, "/fd/3").c_str()), 0);
+  }
+  ASSERT_EQ(symlink("4242", (proc + "/self").c_str()), 0);
+  const std::vector<Holder> holders = FindHolders({.proc = proc, .dev_root = dev_});
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].pid, 100);
+}
+
 TEST_F(HoldersTest, FindsARealProcessHoldingANode) {
   const std::string node = Node("nvidia3");
   if (skip_) GTEST_SKIP() << "mknod is not permitted here";

@@ -135,6 +135,17 @@ void CreateInstanceCapNodes(const std::string& dir, const std::vector<InstanceCa
   }
 }
 
+bool HoldsInstanceCaps(const std::string& dir, const InstanceCaps& instance) {
+  const std::string caps = Prefix(dir) + "nvidia-caps/nvidia-cap";
+  const bool need_device = Prefix(dir) == "/dev/";
+  return Readable(absl::StrCat(caps, MigCapabilityMinor(instance.gpu_minor, instance.gpu_instance)),
+                  need_device) &&
+         Readable(
+             absl::StrCat(caps, MigCapabilityMinor(instance.gpu_minor, instance.gpu_instance,
+                                                   static_cast<int>(instance.compute_instance))),
+             need_device);
+}
+
 void CloseDeviceNodes(std::vector<int>& fds) {
   for (const int fd : fds) close(fd);
   fds.clear();

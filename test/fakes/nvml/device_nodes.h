@@ -65,6 +65,13 @@ struct InstanceCaps {
 // container runtime can give a MIG device to a container only once its capability nodes exist.
 void CreateInstanceCapNodes(const std::string& dir, const std::vector<InstanceCaps>& instances);
 
+// Whether this process holds a MIG device's access capabilities: <dir>/nvidia-caps/nvidia-cap<N>
+// of its GPU instance and of its compute instance both open for reading (character devices when
+// <dir> is /dev). A container given one MIG device (NVIDIA_VISIBLE_DEVICES=MIG-..., or the MIG
+// device's CDI spec) has exactly those two nodes, and the real driver shows it that MIG device
+// alone.
+bool HoldsInstanceCaps(const std::string& dir, const InstanceCaps& instance);
+
 }  // namespace gpuop::fakenvml
 
 #endif  // GPUOP_TEST_FAKES_NVML_DEVICE_NODES_H_

@@ -6,11 +6,13 @@
 #include <cstdlib>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "test/fakes/nvml/device_nodes.h"
 #include "test/fakes/nvml/embedded.h"
@@ -44,6 +46,23 @@ std::string LibraryDir() {
   const std::string path = LibraryPath();
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// SIMULATED: where the driver's knowledge of the node's processes comes from. The real driver
+// counts every process on the node that has a GPU open (a MIG mode change stays pending, a reset
+// is refused); a container without the host's PID namespace sees only its own processes in its
+// /proc. A library installed in a driver root (<root>/usr/lib/x86_64-linux-gnu, the simulated
+// driver container's, which shares the host's PID namespace) reads that root's /proc when it has
+// one; anything else reads this process's /proc.
+std::string NodeProc() {
+  const std::string dir = LibraryDir();
+  absl::string_view root = dir;
+  if (absl::ConsumeSuffix(&root, "/usr/lib/x86_64-linux-gnu") && !root.empty()) {
+    const std::string proc = absl::StrCat(root, "/proc");
+    struct stat self {};
+    if (lstat(absl::StrCat(proc, "/self").c_str(), &self) == 0) return proc;
+  }
+  return "/proc";
 }
 
 absl::StatusOr<std::string> ScenarioPath(const std::string& value) {
@@ -127,6 +146,7 @@ absl::StatusOr<std::unique_ptr<Machine>> Driver::Load() {
         absl::StrCat("scenario ", origin, ": ", machine.status().message()));
   }
   (*machine)->set_mig_access(mig_access);
+  (*machine)->set_node_proc(NodeProc());
   std::string control = Env("GPUOP_FAKE_NVML_CONTROL");
   // A library carrying its node's scenario (the simulated driver's) follows that node's control
   // file beside it, so that one line reaches every process on the node, as a hardware event

@@ -37,6 +37,8 @@ GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int inde
 GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pci_bus_id,
                                                                      nvmlDevice_t* device);
 GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version);
+GPUOP_FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
+                                                                nvmlGpuFabricInfoV_t* info);
 
 // Not NVML: marks the library as this fake ("SIMULATED ..."), so the fake libcuda can tell it
 // from a real NVML it might find on a machine with GPUs.

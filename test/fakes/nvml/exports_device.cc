@@ -1,6 +1,8 @@
 // Identity and memory of a device (a GPU or a MIG device).
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 
 #include "test/fakes/nvml/exports.h"
 #include "test/fakes/nvml/mig.h"
@@ -112,6 +114,36 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t
     info->status = NVML_SUCCESS;
     info->cliqueId = gpu.spec.fabric->clique_id;
     info->state = gpu.spec.fabric->state;
+    return NVML_SUCCESS;
+  });
+}
+
+// The versioned form (what go-nvml's GetGpuFabricInfoV calls): version 2 or 3 of the struct, as
+// the caller sets it; the same registration, no degraded health bits, and (version 3) a healthy
+// summary once the registration completed.
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t* info) {
+  return WithGpu(device, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+    if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const unsigned int version = info->version;
+    if (version != nvmlGpuFabricInfo_v2 && version != nvmlGpuFabricInfo_v3) {
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    }
+    if (!gpu.spec.fabric) return NVML_ERROR_NOT_SUPPORTED;
+    nvmlGpuFabricInfoV_t out{};
+    out.version = version;
+    std::copy(gpu.spec.fabric->cluster_uuid.begin(), gpu.spec.fabric->cluster_uuid.end(),
+              out.clusterUuid);
+    out.status = NVML_SUCCESS;
+    out.cliqueId = gpu.spec.fabric->clique_id;
+    out.state = gpu.spec.fabric->state;
+    out.healthMask = 0;
+    out.healthSummary = out.state == NVML_GPU_FABRIC_STATE_COMPLETED
+                            ? NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY
+                            : NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED;
+    // A version 2 caller's struct ends before healthSummary.
+    std::memcpy(info, &out,
+                version == nvmlGpuFabricInfo_v2 ? offsetof(nvmlGpuFabricInfoV_t, healthSummary)
+                                                : sizeof(out));
     return NVML_SUCCESS;
   });
 }

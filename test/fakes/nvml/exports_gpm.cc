@@ -1,8 +1,10 @@
-// GPU performance monitoring (GPM): samples of a GPU's activity counters and the metrics between
-// two of them. SIMULATED: a sample records the scenario's readings (gpu_util, sm_active,
-// tensor_active, dram_active, pcie_tx_mibps, pcie_rx_mibps) at the time it is taken, and a
-// metric is the later sample's reading, which is what an average over the interval gives for the
-// scenario's piecewise-constant telemetry.
+// GPU performance monitoring (GPM): samples of a GPU's activity counters, or of one MIG GPU
+// instance's, and the metrics between two of them. SIMULATED: a sample records the scenario's
+// readings (gpu_util, sm_active, tensor_active, dram_active, pcie_tx_mibps, pcie_rx_mibps) at the
+// time it is taken, and a metric is the later sample's reading, which is what an average over the
+// interval gives for the scenario's piecewise-constant telemetry. A GPU instance reports the
+// GPU's activity ratios and its share of the PCIe traffic (its memory slices of the GPU's), so
+// the instances of a fully partitioned GPU add up to the GPU's traffic.
 #include <algorithm>
 
 #include "test/fakes/nvml/exports.h"
@@ -16,8 +18,8 @@ using gpuop::fakenvml::WithDevice;
 
 namespace {
 
-// GPM exists on Hopper and newer whole GPUs; a MIG device is sampled through its parent's GPU
-// instance (nvmlGpmMigSampleGet, not modelled).
+// GPM exists on Hopper and newer whole GPUs; a MIG device is sampled through its parent and its
+// GPU instance's id (nvmlGpmMigSampleGet).
 bool HasGpm(const DeviceRef& ref) {
   return !ref.is_mig() && ref.gpu->spec.architecture >= NVML_DEVICE_ARCH_HOPPER &&
          ref.gpu->spec.architecture != NVML_DEVICE_ARCH_UNKNOWN;
@@ -70,10 +72,40 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
     if (!HasGpm(ref)) return NVML_ERROR_NOT_SUPPORTED;
     const GpuState& gpu = *ref.gpu;
     taken->gpu = &gpu;
+    taken->gpu_instance = kNvmlNoInstance;
     taken->taken_ms = machine.now_ms();
     taken->readings = {gpu.value(Field::kGpuUtil),      gpu.value(Field::kSmActive),
                        gpu.value(Field::kTensorActive), gpu.value(Field::kDramActive),
                        gpu.value(Field::kPcieTxMibps),  gpu.value(Field::kPcieRxMibps)};
+    return NVML_SUCCESS;
+  });
+}
+
+// nvml.h: a sample "for a MIG GPU Instance": `device` is the parent GPU, `gpuInstanceId` the
+// instance's id. Instance queries need the MIG monitor capability (nvmlDeviceGetGpuInstanceById).
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance_id,
+                                 nvmlGpmSample_t sample) {
+  return WithDevice(device, [&](Machine& machine, const DeviceRef& ref) -> nvmlReturn_t {
+    nvmlGpmSample_st* taken = FindSample(machine, sample);
+    if (taken == nullptr || ref.is_mig()) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!HasGpm(ref) || !ref.gpu->mig_enabled) return NVML_ERROR_NOT_SUPPORTED;
+    if (const nvmlReturn_t denied = machine.NeedMigMonitor(); denied != NVML_SUCCESS) return denied;
+    const GpuState& gpu = *ref.gpu;
+    const auto instance =
+        std::find_if(gpu.gpu_instances.begin(), gpu.gpu_instances.end(),
+                     [&](const auto& live) { return live->id == gpu_instance_id; });
+    if (instance == gpu.gpu_instances.end()) return NVML_ERROR_NOT_FOUND;
+    const double share = static_cast<double>((*instance)->profile->slices) /
+                         std::max(1u, gpu.spec.mig->memory_slots);
+    taken->gpu = &gpu;
+    taken->gpu_instance = gpu_instance_id;
+    taken->taken_ms = machine.now_ms();
+    taken->readings = {gpu.value(Field::kGpuUtil),
+                       gpu.value(Field::kSmActive),
+                       gpu.value(Field::kTensorActive),
+                       gpu.value(Field::kDramActive),
+                       gpu.value(Field::kPcieTxMibps) * share,
+                       gpu.value(Field::kPcieRxMibps) * share};
     return NVML_SUCCESS;
   });
 }
@@ -85,9 +117,10 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
     if (get->numMetrics > kGpmMetricsCapacity) return NVML_ERROR_INVALID_ARGUMENT;
     const nvmlGpmSample_st* first = FindSample(machine, get->sample1);
     const nvmlGpmSample_st* second = FindSample(machine, get->sample2);
-    // Two samples of one GPU, the first taken before the second.
+    // Two samples of one GPU (or one GPU instance), the first taken before the second.
     if (first == nullptr || second == nullptr || first->gpu == nullptr ||
-        first->gpu != second->gpu || first->taken_ms > second->taken_ms || first == second) {
+        first->gpu != second->gpu || first->gpu_instance != second->gpu_instance ||
+        first->taken_ms > second->taken_ms || first == second) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
     for (unsigned int i = 0; i < get->numMetrics; ++i) {

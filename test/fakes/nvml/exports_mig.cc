@@ -184,9 +184,9 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* c
 
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
                                                  nvmlDevice_t* mig_device) {
-  return WithMigGpu(device, true, [&](Machine&, GpuState& gpu) -> nvmlReturn_t {
+  return WithMigGpu(device, true, [&](Machine& machine, GpuState& gpu) -> nvmlReturn_t {
     if (mig_device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const std::vector<nvmlComputeInstance_st*> devices = MigDevices(gpu);
+    const std::vector<nvmlComputeInstance_st*> devices = machine.VisibleMigDevices(gpu);
     if (index >= devices.size()) return NVML_ERROR_NOT_FOUND;
     *mig_device = &devices[index]->device;
     return NVML_SUCCESS;

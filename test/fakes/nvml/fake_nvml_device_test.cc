@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include <dlfcn.h>
+
 #include "test/fakes/nvml/fake_nvml_test_util.h"
 
 namespace gpuop::fakenvml {
@@ -169,6 +171,29 @@ gpus:
   ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(1), &info), NVML_SUCCESS);
   EXPECT_EQ(info.state, NVML_GPU_FABRIC_STATE_IN_PROGRESS);
   EXPECT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+
+  // The versioned form, as go-nvml calls it: the struct's version picks its size.
+  auto info_v = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfoV_t*)>(
+      dlsym(NvmlLibrary(), "nvmlDeviceGetGpuFabricInfoV"));
+  ASSERT_NE(info_v, nullptr);
+  nvmlGpuFabricInfoV_t v3{};
+  v3.version = nvmlGpuFabricInfo_v3;
+  ASSERT_EQ(info_v(Gpu(0), &v3), NVML_SUCCESS);
+  EXPECT_EQ(std::memcmp(v3.clusterUuid, uuid, sizeof(uuid)), 0);
+  EXPECT_EQ(v3.cliqueId, 32766u);
+  EXPECT_EQ(v3.state, NVML_GPU_FABRIC_STATE_COMPLETED);
+  EXPECT_EQ(v3.healthMask, 0u);
+  EXPECT_EQ(v3.healthSummary, NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY);
+  nvmlGpuFabricInfoV_t v2{};
+  v2.version = nvmlGpuFabricInfo_v2;
+  v2.healthSummary = 0xAB;  // past the end of a version 2 struct: left alone
+  ASSERT_EQ(info_v(Gpu(1), &v2), NVML_SUCCESS);
+  EXPECT_EQ(v2.state, NVML_GPU_FABRIC_STATE_IN_PROGRESS);
+  EXPECT_EQ(v2.healthSummary, 0xAB);
+  nvmlGpuFabricInfoV_t unknown{};
+  unknown.version = 0x01000020;
+  EXPECT_EQ(info_v(Gpu(0), &unknown), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  EXPECT_EQ(info_v(Gpu(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(FakeNvmlDevice, L4HasNoMig) {

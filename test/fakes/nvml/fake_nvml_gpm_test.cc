@@ -57,6 +57,52 @@ TEST_F(FakeNvmlGpm, MetricsComeFromTwoSamplesOfOneHopperGpu) {
   EXPECT_EQ(nvml.nvmlGpmSampleFree(other), NVML_SUCCESS);
 }
 
+// nvmlGpmMigSampleGet: one GPU instance's counters, through its parent GPU and the instance's id;
+// the instance has the GPU's activity and its share (memory slices) of the GPU's PCIe traffic.
+TEST_F(FakeNvmlGpm, AMigInstanceIsSampledThroughItsParent) {
+  UseControlFile();
+  ASSERT_EQ(Start("h100-8x-nvswitch"), NVML_SUCCESS);
+  Control("set 1 sm_active 40");
+  Control("set 1 pcie_tx_mibps 800");
+  nvmlGpmSample_t a = nullptr;
+  nvmlGpmSample_t b = nullptr;
+  nvmlGpmSample_t whole = nullptr;
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&a), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&b), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&whole), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), 1, a), NVML_ERROR_NOT_SUPPORTED) << "MIG is off";
+
+  nvmlReturn_t activation = NVML_ERROR_UNKNOWN;
+  ASSERT_EQ(nvml.nvmlDeviceSetMigMode(Gpu(1), NVML_DEVICE_MIG_ENABLE, &activation), NVML_SUCCESS);
+  ASSERT_EQ(activation, NVML_SUCCESS);
+  nvmlGpuInstance_t instance = nullptr;
+  ASSERT_EQ(nvml.nvmlDeviceCreateGpuInstance(Gpu(1), 9, &instance), NVML_SUCCESS);  // 3g.40gb
+  nvmlGpuInstanceInfo_t info{};
+  ASSERT_EQ(nvml.nvmlGpuInstanceGetInfo(instance, &info), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), info.id, a), NVML_SUCCESS);
+  Control("advance 1s");
+  ASSERT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), info.id, b), NVML_SUCCESS);
+  nvmlGpmMetricsGet_t get{
+      .version = NVML_GPM_METRICS_GET_VERSION, .numMetrics = 2, .sample1 = a, .sample2 = b};
+  get.metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
+  get.metrics[1].metricId = NVML_GPM_METRIC_PCIE_TX_PER_SEC;
+  ASSERT_EQ(nvml.nvmlGpmMetricsGet(&get), NVML_SUCCESS);
+  EXPECT_DOUBLE_EQ(get.metrics[0].value, 40);
+  EXPECT_DOUBLE_EQ(get.metrics[1].value, 800.0 * 3 / 8) << "three of the eight memory slices";
+
+  // An instance's sample and the whole GPU's make no interval; unknown instances, a handle that
+  // is not the parent's and a GPU without GPM are refused.
+  ASSERT_EQ(nvml.nvmlGpmSampleGet(Gpu(1), whole), NVML_SUCCESS);
+  nvmlGpmMetricsGet_t mixed = get;
+  mixed.sample2 = whole;
+  EXPECT_EQ(nvml.nvmlGpmMetricsGet(&mixed), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), info.id + 1, a), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(1), info.id, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(2), info.id, a), NVML_ERROR_NOT_SUPPORTED);
+  for (nvmlGpmSample_t sample : {a, b, whole})
+    EXPECT_EQ(nvml.nvmlGpmSampleFree(sample), NVML_SUCCESS);
+}
+
 TEST_F(FakeNvmlGpm, GpusBeforeHopperHaveNoGpm) {
   ASSERT_EQ(Start("a100-8x-mig"), NVML_SUCCESS);
   nvmlGpmSupport_t support{.version = NVML_GPM_SUPPORT_VERSION};
@@ -65,6 +111,8 @@ TEST_F(FakeNvmlGpm, GpusBeforeHopperHaveNoGpm) {
   nvmlGpmSample_t sample = nullptr;
   ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&sample), NVML_SUCCESS);
   EXPECT_EQ(nvml.nvmlGpmSampleGet(Gpu(4), sample), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlGpmMigSampleGet(Gpu(0), 1, sample), NVML_ERROR_NOT_SUPPORTED)
+      << "an A100 with MIG on";
   EXPECT_EQ(nvml.nvmlGpmSampleFree(sample), NVML_SUCCESS);
 }
 

@@ -110,7 +110,9 @@ TEST_F(FakeNvmlVisibility, SeesOnlyTheGpusWhoseNodesOpenRenumberedInOrder) {
 // The MIG capabilities are device nodes too (/dev/nvidia-caps/nvidia-cap1 config, -cap2
 // monitor): a process that cannot open them, as a container without NVIDIA_MIG_MONITOR_DEVICES,
 // gets NO_PERMISSION for GPU and compute instances and for a MIG-enabled GPU's aggregate memory
-// and processes (nvml.h), and cannot change MIG; its MIG devices still answer for themselves.
+// and processes (nvml.h), and cannot change MIG; it sees the MIG devices whose two access
+// capabilities it holds, as a container given those MIG devices does, and they answer for
+// themselves.
 class FakeNvmlMigCapabilities : public FakeNvmlVisibility {
  protected:
   void StartA100() {
@@ -118,9 +120,9 @@ class FakeNvmlMigCapabilities : public FakeNvmlVisibility {
     for (int minor = 0; minor < 8; ++minor) Node("nvidia" + std::to_string(minor));
     ASSERT_EQ(Start(Scenario("a100-8x-mig")), NVML_SUCCESS);
   }
-  void Capability(const char* name) {
+  void Capability(const std::string& name) {
     ASSERT_EQ(mkdir((nodes_ + "/nvidia-caps").c_str(), 0755) == 0 || errno == EEXIST, true);
-    Node(std::string("nvidia-caps/") + name, 0444);
+    Node("nvidia-caps/" + name, 0444);
   }
   nvmlReturn_t GpuInstance(unsigned int gpu, unsigned int id) {
     nvmlGpuInstance_t instance = nullptr;
@@ -133,6 +135,29 @@ class FakeNvmlMigCapabilities : public FakeNvmlVisibility {
 };
 
 TEST_F(FakeNvmlMigCapabilities, WithoutTheMonitorCapabilityInstancesAreNotShown) {
+  // GPU 1's two MIG devices, as a process with every capability sees them.
+  ASSERT_EQ(Start("a100-8x-mig"), NVML_SUCCESS);
+  struct Seen {
+    std::string uuid;
+    unsigned int gi = 0;
+    unsigned int ci = 0;
+  };
+  std::vector<Seen> seen(2);
+  for (unsigned int index = 0; index < 2; ++index) {
+    nvmlDevice_t mig = nullptr;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    ASSERT_EQ(nvml.nvmlDeviceGetMigDeviceHandleByIndex(Gpu(1), index, &mig), NVML_SUCCESS);
+    ASSERT_EQ(nvml.nvmlDeviceGetUUID(mig, uuid, sizeof(uuid)), NVML_SUCCESS);
+    ASSERT_EQ(nvml.nvmlDeviceGetGpuInstanceId(mig, &seen[index].gi), NVML_SUCCESS);
+    ASSERT_EQ(nvml.nvmlDeviceGetComputeInstanceId(mig, &seen[index].ci), NVML_SUCCESS);
+    seen[index].uuid = uuid;
+  }
+  ASSERT_EQ(nvml.nvmlShutdown(), NVML_SUCCESS);
+  // The access capabilities of the second one only: what its CDI spec gives a container.
+  Capability("nvidia-cap" + std::to_string(MigCapabilityMinor(1, seen[1].gi)));
+  Capability("nvidia-cap" +
+             std::to_string(MigCapabilityMinor(1, seen[1].gi, static_cast<int>(seen[1].ci))));
+
   StartA100();
   EXPECT_EQ(GpuInstance(1, 1), NVML_ERROR_NO_PERMISSION);
   nvmlGpuInstance_t instances[2] = {};
@@ -148,8 +173,16 @@ TEST_F(FakeNvmlMigCapabilities, WithoutTheMonitorCapabilityInstancesAreNotShown)
   EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo(Gpu(4), &memory), NVML_SUCCESS) << "MIG off";
   nvmlDevice_t mig = nullptr;
   ASSERT_EQ(nvml.nvmlDeviceGetMigDeviceHandleByIndex(Gpu(1), 0, &mig), NVML_SUCCESS);
+  char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+  ASSERT_EQ(nvml.nvmlDeviceGetUUID(mig, uuid, sizeof(uuid)), NVML_SUCCESS);
+  EXPECT_EQ(uuid, seen[1].uuid) << "the one MIG device it holds the capabilities of";
   EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo(mig, &memory), NVML_SUCCESS) << "the instance's own";
   EXPECT_EQ(memory.total, 19968ull << 20);
+  nvmlDevice_t other = nullptr;
+  EXPECT_EQ(nvml.nvmlDeviceGetMigDeviceHandleByIndex(Gpu(1), 1, &other), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvml.nvmlDeviceGetHandleByUUID(seen[0].uuid.c_str(), &other), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(nvml.nvmlDeviceGetMigDeviceHandleByIndex(Gpu(0), 0, &other), NVML_ERROR_NOT_FOUND)
+      << "GPU 0's MIG devices are not its";
   EXPECT_EQ(CreateOn3(), NVML_ERROR_NO_PERMISSION);
   nvmlReturn_t activation = NVML_SUCCESS;
   EXPECT_EQ(nvml.nvmlDeviceSetMigMode(Gpu(4), NVML_DEVICE_MIG_ENABLE, &activation),

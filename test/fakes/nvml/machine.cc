@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "test/fakes/driver/holders.h"
+#include "test/fakes/nvml/device_nodes.h"
 #include "test/fakes/nvml/ids.h"
 #include "test/fakes/nvml/mig.h"
 
@@ -80,6 +81,16 @@ nvmlReturn_t Machine::ResolveComputeInstance(nvmlComputeInstance_t handle,
   return NVML_SUCCESS;
 }
 
+std::vector<nvmlComputeInstance_st*> Machine::VisibleMigDevices(const GpuState& gpu) const {
+  std::vector<nvmlComputeInstance_st*> devices = MigDevices(gpu);
+  if (NeedMigMonitor() == NVML_SUCCESS || scenario_.device_nodes.empty()) return devices;
+  std::erase_if(devices, [&](const nvmlComputeInstance_st* compute) {
+    return !HoldsInstanceCaps(scenario_.device_nodes,
+                              {gpu.spec.minor_number, compute->gpu_instance->id, compute->id});
+  });
+  return devices;
+}
+
 nvmlReturn_t Machine::FindByUuid(absl::string_view uuid, nvmlDevice_t* out) const {
   absl::string_view legacy = uuid;
   if (absl::ConsumePrefix(&legacy, "MIG-GPU-")) {
@@ -92,7 +103,7 @@ nvmlReturn_t Machine::FindByUuid(absl::string_view uuid, nvmlDevice_t* out) cons
     }
     for (const auto& gpu : gpus_) {
       if (gpu->spec.uuid != absl::StrCat("GPU-", parts[0])) continue;
-      for (nvmlComputeInstance_st* compute : MigDevices(*gpu)) {
+      for (nvmlComputeInstance_st* compute : VisibleMigDevices(*gpu)) {
         if (compute->gpu_instance->id != gi || compute->id != ci) continue;
         if (gpu->lost) return NVML_ERROR_GPU_IS_LOST;
         *out = &compute->device;
@@ -104,7 +115,7 @@ nvmlReturn_t Machine::FindByUuid(absl::string_view uuid, nvmlDevice_t* out) cons
   for (const auto& gpu : gpus_) {
     nvmlDevice_t found = nullptr;
     if (gpu->spec.uuid == uuid) found = &gpu->handle;
-    for (nvmlComputeInstance_st* compute : MigDevices(*gpu)) {
+    for (nvmlComputeInstance_st* compute : VisibleMigDevices(*gpu)) {
       if (compute->uuid == uuid) found = &compute->device;
     }
     if (found == nullptr) continue;
@@ -264,6 +275,7 @@ bool Machine::InUse(const GpuState& gpu, bool os_processes) const {
   if (!os_processes || scenario_.device_nodes.empty()) return false;
   const std::string name = absl::StrCat("nvidia", gpu.spec.minor_number);
   fakedriver::HolderQuery query;
+  query.proc = node_proc_;
   query.dev_root = scenario_.device_nodes;
   query.node_names = {name};
   if (fakedriver::FileId node;

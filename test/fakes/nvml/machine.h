@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -64,6 +65,10 @@ class Machine {
   nvmlReturn_t NeedMigConfig() const {
     return mig_access_.config ? NVML_SUCCESS : NVML_ERROR_NO_PERMISSION;
   }
+  // The MIG devices of `gpu` this process may use, in NVML's order: every one with the MIG
+  // monitor capability; without it, those whose two access capabilities it holds (a container
+  // given MIG devices sees those alone, as with the real driver).
+  std::vector<nvmlComputeInstance_st*> VisibleMigDevices(const GpuState& gpu) const;
 
   // INVALID_ARGUMENT for a handle this machine did not hand out or has destroyed since;
   // GPU_IS_LOST when its GPU fell off the bus.
@@ -120,6 +125,8 @@ class Machine {
   // NodeStateFile): a control-file `reset`, which every process following the file applies, then
   // leaves MIG alone, and only gpuop_fake_nvml_reset_gpu changes it, once, for the node.
   void set_shared_mig_state(bool shared) { shared_mig_state_ = shared; }
+  // The /proc listing the node's processes, for the GPUs' users (InUse); "/proc" by default.
+  void set_node_proc(std::string proc) { node_proc_ = std::move(proc); }
 
   // Scenario time of the latest AdvanceTo, in ms.
   int64_t now_ms() const { return integrated_ms_; }
@@ -146,6 +153,7 @@ class Machine {
   int64_t integrated_ms_ = 0;
   MigAccess mig_access_;
   bool shared_mig_state_ = false;
+  std::string node_proc_ = "/proc";
 };
 
 }  // namespace gpuop::fakenvml

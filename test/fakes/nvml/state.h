@@ -26,10 +26,11 @@ struct nvmlDevice_st {
   nvmlComputeInstance_st* compute = nullptr;  // set on a MIG device handle
 };
 
-// A GPM sample: the GPU's counters when nvmlGpmSampleGet took it (the fake keeps the readings
-// and the scenario time).
+// A GPM sample: the GPU's counters when nvmlGpmSampleGet took it, or one GPU instance's when
+// nvmlGpmMigSampleGet did (the fake keeps the readings and the scenario time).
 struct nvmlGpmSample_st {
   const gpuop::fakenvml::GpuState* gpu = nullptr;  // null until taken
+  unsigned int gpu_instance = kNvmlNoInstance;     // the GPU instance's id; none: the whole GPU
   int64_t taken_ms = 0;
   std::array<double, 6> readings{};  // graphics, SM, tensor, DRAM (%), PCIe TX, RX (MiB/s)
 };

@@ -3,11 +3,13 @@
 // It reports what a container that asked for a GPU actually got, as ONE JSON object on stdout:
 //   {"dev_nodes":["/dev/nvidia0","/dev/nvidiactl",...],
 //    "nvml":{"loaded":true,"path":"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1","count":2,
-//            "uuids":["GPU-...","GPU-..."],"error":null},
+//            "uuids":["GPU-...","GPU-..."],"mig_uuids":["MIG-..."],"error":null},
 //    "cuda":{"loaded":true,"path":"...","count":2,"error":null},
 //    "mps":{"pipe_dir":"/mps/nvidia.com/gpu/pipe","control":true}}
 // "mps" is null unless the container was given CUDA_MPS_PIPE_DIRECTORY (a device shared with
 // MPS); "control" says whether the MPS control daemon's socket is in that directory.
+// "mig_uuids" lists the MIG devices NVML shows the container on its GPUs (GPUs without MIG answer
+// NOT_SUPPORTED there, which is no error).
 // "error" is null when every call succeeded, else a string naming the call that failed and its
 // return code; "path" is null and "count" 0 when the library did not load. The libraries are
 // loaded by SONAME through the normal dynamic loader, exactly as CUDA applications do, so the
@@ -17,6 +19,10 @@
 //   gpu-probe            print the report and exit
 //   gpu-probe --sleep    print the report, then wait for SIGTERM/SIGINT (exit 0), so a pod stays
 //                        Running and a test reads the report from its log
+//   gpu-probe --sleep --hold
+//                        the same, with NVML left initialised while it waits, as a monitoring
+//                        agent keeps it: the process holds its GPUs' device nodes open, which
+//                        makes the driver refuse a reset of those GPUs
 //
 // Linked with -static-libstdc++ -static-libgcc: it needs only glibc in the image.
 #include <algorithm>
@@ -45,6 +51,8 @@ using NvmlShutdownFn = NvmlReturn (*)();
 using NvmlGetCountFn = NvmlReturn (*)(unsigned int*);
 using NvmlGetHandleFn = NvmlReturn (*)(unsigned int, NvmlDevice*);
 using NvmlGetUuidFn = NvmlReturn (*)(NvmlDevice, char*, unsigned int);
+using NvmlGetMaxMigFn = NvmlReturn (*)(NvmlDevice, unsigned int*);
+using NvmlGetMigHandleFn = NvmlReturn (*)(NvmlDevice, unsigned int, NvmlDevice*);
 using NvmlErrorStringFn = const char* (*)(NvmlReturn);
 constexpr unsigned int kNvmlUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
@@ -148,10 +156,11 @@ std::string LibraryFields(const Library& lib) {
          ",\"path\":" + JsonStringOrNull(lib.path);
 }
 
-std::string ProbeNvml() {
+std::string ProbeNvml(bool hold) {
   Library lib = Load("libnvidia-ml.so.1");
   unsigned int count = 0;
   std::vector<std::string> uuids;
+  std::vector<std::string> mig_uuids;
   std::string error = lib.error;
   if (lib.handle != nullptr) {
     auto init = Symbol<NvmlInitFn>(lib, "nvmlInit_v2", error);
@@ -160,6 +169,10 @@ std::string ProbeNvml() {
     auto get_handle = Symbol<NvmlGetHandleFn>(lib, "nvmlDeviceGetHandleByIndex_v2", error);
     auto get_uuid = Symbol<NvmlGetUuidFn>(lib, "nvmlDeviceGetUUID", error);
     auto error_string = reinterpret_cast<NvmlErrorStringFn>(dlsym(lib.handle, "nvmlErrorString"));
+    auto max_mig =
+        reinterpret_cast<NvmlGetMaxMigFn>(dlsym(lib.handle, "nvmlDeviceGetMaxMigDeviceCount"));
+    auto mig_handle = reinterpret_cast<NvmlGetMigHandleFn>(
+        dlsym(lib.handle, "nvmlDeviceGetMigDeviceHandleByIndex"));
     auto failed = [&](const char* call, NvmlReturn code) {
       const char* text = error_string != nullptr ? error_string(code) : nullptr;
       error = std::string(call) + ": " + std::to_string(code) +
@@ -182,14 +195,27 @@ std::string ProbeNvml() {
             failed("nvmlDeviceGetUUID", rc);
           } else {
             uuids.emplace_back(uuid, strnlen(uuid, sizeof(uuid)));
+            unsigned int slots = 0;
+            if (max_mig == nullptr || mig_handle == nullptr || max_mig(device, &slots) != 0) {
+              continue;
+            }
+            for (unsigned int m = 0; m < slots; ++m) {
+              NvmlDevice mig = nullptr;
+              char mig_uuid[kNvmlUuidBufferSize] = {};
+              if (mig_handle(device, m, &mig) == 0 &&
+                  get_uuid(mig, mig_uuid, sizeof(mig_uuid)) == 0) {
+                mig_uuids.emplace_back(mig_uuid, strnlen(mig_uuid, sizeof(mig_uuid)));
+              }
+            }
           }
         }
-        shutdown();
+        if (!hold) shutdown();
       }
     }
   }
   return "{" + LibraryFields(lib) + ",\"count\":" + std::to_string(count) +
-         ",\"uuids\":" + JsonArray(uuids) + ",\"error\":" + JsonStringOrNull(error) + "}";
+         ",\"uuids\":" + JsonArray(uuids) + ",\"mig_uuids\":" + JsonArray(mig_uuids) +
+         ",\"error\":" + JsonStringOrNull(error) + "}";
 }
 
 std::string ProbeMps() {
@@ -233,20 +259,27 @@ void Stop(int /*signal*/) { _exit(0); }
 
 int main(int argc, char** argv) {
   bool sleep = false;
+  bool hold = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--sleep") == 0) {
       sleep = true;
+    } else if (std::strcmp(argv[i], "--hold") == 0) {
+      hold = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--sleep]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--sleep [--hold]]\n", argv[0]);
       return 2;
     }
   }
   // Handlers first: as PID 1 of a container, SIGTERM would otherwise be ignored until the kill.
   signal(SIGTERM, Stop);
   signal(SIGINT, Stop);
+  if (hold && !sleep) {
+    std::fprintf(stderr, "%s: --hold needs --sleep\n", argv[0]);
+    return 2;
+  }
 
   const std::string report = "{\"dev_nodes\":" + JsonArray(DeviceNodes()) +
-                             ",\"nvml\":" + ProbeNvml() + ",\"cuda\":" + ProbeCuda() +
+                             ",\"nvml\":" + ProbeNvml(hold) + ",\"cuda\":" + ProbeCuda() +
                              ",\"mps\":" + ProbeMps() + "}\n";
   std::fputs(report.c_str(), stdout);
   std::fflush(stdout);
