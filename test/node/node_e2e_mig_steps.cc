@@ -1,5 +1,6 @@
 #include "test/node/node_e2e_mig_steps.h"
 
+#include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,7 +60,8 @@ absl::StatusOr<MigState> ReadMigState() {
   if (!node.ok()) return node.status();
   MigState out{.state = LabelOf(*node, "nvidia.com/mig.config.state"),
                .reason = AnnotationOf(*node, "gpuop.io/mig.config.reason")};
-  for (const auto& [key, value] : (*node)["metadata"].value("labels", json::object()).items()) {
+  const json labels = (*node)["metadata"].value("labels", json::object());
+  for (const auto& [key, value] : labels.items()) {
     if (value == "paused-for-mig-change") out.paused.push_back(key);
   }
   return out;
@@ -120,6 +122,7 @@ void MigManagerResetsTheGpusStep() {
   const absl::Status labelled =
       MergePatch(NodePath(), {{"metadata", {{"labels", {{"nvidia.com/mig.config", kLayout}}}}}});
   ASSERT_TRUE(labelled.ok()) << labelled;
+  const absl::Time asked = absl::Now();
 
   // The reset that would activate MIG mode on the held GPU is refused by the driver: the change
   // fails with its reason, and every paused client is given back.
@@ -127,6 +130,8 @@ void MigManagerResetsTheGpusStep() {
   ASSERT_TRUE(failed.ok()) << failed.status();
   EXPECT_THAT(failed->reason, HasSubstr("the GPU reset that activates the MIG mode was refused"));
   EXPECT_THAT(failed->reason, HasSubstr("another process is using it")) << "nvidia-smi's answer";
+  std::printf("[node] MIG layout %s asked -> failed (reset refused): %s\n[node]   %s\n", kLayout,
+              absl::FormatDuration(absl::Now() - asked).c_str(), failed->reason.c_str());
   absl::Status restored = AwaitDone("the GPU clients given back", absl::Minutes(1),
                                     [&]() -> absl::StatusOr<std::string> {
                                       absl::StatusOr<MigState> now = ReadMigState();
@@ -138,10 +143,14 @@ void MigManagerResetsTheGpusStep() {
   // Without the holder, the retry applies the layout: every GPU client of gpuop's stops first.
   const absl::Status deleted = Api()->Delete(holder_path);
   ASSERT_TRUE(deleted.ok()) << deleted;
+  const absl::Time released = absl::Now();
   absl::StatusOr<MigState> applied = AwaitMigState("success", absl::Minutes(6));
   ASSERT_TRUE(applied.ok()) << applied.status();
   EXPECT_THAT(applied->reason, HasSubstr(absl::StrCat("MIG layout ", kLayout, " applied")));
   EXPECT_THAT(applied->paused, ::testing::IsEmpty());
+  std::printf(
+      "[node] holder deleted -> MIG layout applied (retry, clients paused): %s\n[node]   %s\n",
+      absl::FormatDuration(absl::Now() - released).c_str(), applied->reason.c_str());
 
   // Seven 1g.5gb instances on each of the eight GPUs, from the device plugin's new pod.
   absl::Status served = AwaitDone("56 nvidia.com/mig-1g.5gb allocatable", absl::Minutes(4),
