@@ -97,6 +97,12 @@ absl::StatusOr<kube::Result> NodeReconciler::Reconcile(const std::string& node_n
     for (const auto& key : entry->owned_labels) labels[key] = nullptr;  // dropped unless desired
     for (const auto& [key, value] : change.desired) labels[key] = value;
     kube::Json metadata = {{"labels", labels}};
+    // Written against the Node as the cache saw it: a label another writer changed meanwhile (a
+    // MIG manager's or upgrade's pause) must not be overwritten from a stale view. The server
+    // answers 409 to a stale resourceVersion, and the reconcile runs again on the fresh Node.
+    if (!entry->node.metadata.resource_version.empty()) {
+      metadata["resourceVersion"] = entry->node.metadata.resource_version;
+    }
     const auto annotate = [&](const char* key, const std::optional<std::string>& value) {
       if (value.has_value()) {
         metadata["annotations"][key] = value->empty() ? kube::Json(nullptr) : kube::Json(*value);
